@@ -1,0 +1,39 @@
+# Every target works as the first command on a fresh clone: it creates .venv and
+# installs what is missing (strace too, when run as root and absent).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test lint conformance bench coverage clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@if ! command -v strace >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace) \
+	      || { echo "make install: could not install strace" >&2; exit 1; }; \
+	  else echo "make install: strace missing and not root; crash tests will skip" >&2; fi; \
+	fi
+	touch $(STAMP)
+
+test: install
+	$(PY) tests/clause_coverage.py
+	$(PY) -m pytest -n auto --cov=reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy --strict reference
+
+conformance: install
+	$(PY) -m harness conformance --impl python --junit reports/conformance.xml --json reports/conformance.json
+
+bench: install
+	$(PY) -m harness bench --out benchmarks/RESULTS.md
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache .coverage
