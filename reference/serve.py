@@ -1,0 +1,163 @@
+"""The peer-protocol server: JSON Lines over stdin/stdout (DESIGN.md §3).
+
+``python -m reference serve`` answers every op of the protocol table against the store that its
+environment names, exactly like the node drivers do for the JS cores, so the harness can drive
+the reference and a peer through one interface.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import IO, Any
+
+from .clock import ControlledClock, parse_instant
+from .compaction import (
+    build_compaction_consolidation_prompt,
+    build_consolidation_prompt,
+    decide_compaction_action,
+    detect_incomplete_task,
+)
+from .config import Rules, render_rules_to_markdown
+from .errors import describe
+from .index import parse_index_line, to_slug
+from .session import Session
+from .store import Store
+from .text import UNDEFINED, json_parse, to_js_json, to_string
+from .tools import execute_tool, validate_params
+
+IMPL = "memconform-reference"
+VERSION = "0.1.0"
+
+Args = Mapping[str, Any]
+
+
+def _arg(args: Args, key: str, default: object = UNDEFINED) -> object:
+    return args[key] if key in args else default
+
+
+def _rules(store: Store, args: Args) -> Rules:
+    given = args.get("rules", UNDEFINED)
+    return store.parse_rules() if given is UNDEFINED else Rules.from_js(dict(given))
+
+
+class Server:
+    """One store, one session, one clock: the state of one loaded implementation."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.session = Session(store)
+        self.ops: dict[str, Callable[[Args], object]] = {
+            "hello": self.hello,
+            "set_clock": self.set_clock,
+            "advance_clock": self.advance_clock,
+            "write_memory": lambda a: store.execute_write_memory(
+                _arg(a, "topic"),
+                _arg(a, "content"),
+                _arg(a, "summary"),
+                _arg(a, "pin", False),
+                _arg(a, "mode", "append"),
+                _arg(a, "overwrite"),
+            ),
+            "remove_memory": lambda a: store.execute_remove_memory(_arg(a, "topic")),
+            "pin_memory": lambda a: store.execute_pin_memory(_arg(a, "topic"), _arg(a, "pin")),
+            "retire_recaps": lambda a: store.retire_recap_entries(),
+            "read_index": lambda a: store.read_memory_index(_arg(a, "maxLines")),
+            "index_entries": lambda a: [asdict(e) for e in store.read_index_entries()],
+            "topic_content": lambda a: store.read_topic_content(_arg(a, "filename")),
+            "search": lambda a: [h.to_js() for h in store.search_memory(_arg(a, "query"))],
+            "parse_rules": lambda a: store.parse_rules().to_js(),
+            "render_rules": lambda a: render_rules_to_markdown(_rules(store, a)),
+            "write_handoff": lambda a: store.write_handoff(
+                _arg(a, "messages"), _arg(a, "reason"), _arg(a, "keep")
+            ),
+            "replace_latest_handoff": lambda a: (
+                store.replace_latest_handoff_with_compaction_summary(
+                    _arg(a, "summary"), _arg(a, "reason"), _arg(a, "keep")
+                )
+            ),
+            "read_handoff": lambda a: store.read_handoff(),
+            "decide_compaction": lambda a: decide_compaction_action(
+                _rules(store, a), _arg(a, "handoff")
+            ),
+            "memory_dir": lambda a: store.get_memory_dir(),
+            "get_memory_index": lambda a: store.get_memory_index(),
+            "reset_carry_over": lambda a: store.reset_carry_over(),
+            "detect_incomplete_task": lambda a: detect_incomplete_task(_arg(a, "text")),
+            "parse_index_line": self.parse_index_line,
+            "to_slug": lambda a: to_slug(to_string(_arg(a, "topic"))),
+            "build_consolidation_prompt": lambda a: build_consolidation_prompt(
+                to_string(_arg(a, "rulesMarkdown", ""))
+            ),
+            "build_compaction_consolidation_prompt": lambda a: (
+                build_compaction_consolidation_prompt(
+                    to_string(_arg(a, "summary")), to_string(_arg(a, "rulesMarkdown", ""))
+                )
+            ),
+            "hook": self.hook,
+            "tool": lambda a: execute_tool(store, str(a["name"]), dict(a.get("params", {}))),
+            "validate_tool": lambda a: validate_params(str(a["name"]), a.get("params")),
+            "exit": lambda a: None,
+        }
+
+    def hello(self, args: Args) -> object:
+        return {"impl": IMPL, "version": VERSION, "ops": sorted(self.ops)}
+
+    def set_clock(self, args: Args) -> None:
+        mode = str(args.get("mode", "frozen"))
+        if mode not in ("frozen", "offset"):
+            raise ValueError(f"unknown clock mode {mode}")
+        self.store.clock = ControlledClock(parse_instant(str(args["now"])), mode)  # type: ignore[arg-type]
+
+    def advance_clock(self, args: Args) -> None:
+        clock = self.store.clock
+        if not isinstance(clock, ControlledClock):
+            raise ValueError("advance_clock needs set_clock first")
+        clock.advance(round(float(args.get("seconds", 0)) * 1000))
+
+    def parse_index_line(self, args: Args) -> object:
+        p = parse_index_line(to_string(_arg(args, "line")))
+        return None if p is None else asdict(p)
+
+    def hook(self, args: Args) -> object:
+        before = len(self.session.sent)
+        result = self.session.handle(str(args["name"]), dict(args.get("event") or {}))
+        sent = [asdict(m) for m in self.session.sent[before:]]
+        return {"result": result, "sent": sent}
+
+    def answer(self, line: str) -> tuple[dict[str, Any], bool]:
+        """One request line → one answer, and whether to stop."""
+        try:
+            request = json_parse(line)
+        except ValueError as e:
+            return {"id": None, "ok": False, "error": {"kind": "protocol", "message": str(e)}}, False
+        if not isinstance(request, dict):
+            return {"id": None, "ok": False, "error": {"kind": "protocol", "message": "not an object"}}, False
+        rid = to_js_json(request.get("id"))
+        op = request.get("op")
+        args = request.get("args") or {}
+        if not isinstance(op, str) or op not in self.ops:
+            error = {"kind": "unsupported", "message": f"unsupported op: {op}"}
+            return {"id": rid, "ok": False, "error": error}, False
+        try:
+            result = self.ops[op](args)
+        except Exception as e:
+            return {"id": rid, "ok": False, "error": to_js_json(describe(e))}, False
+        return {"id": rid, "ok": True, "result": to_js_json(result)}, op == "exit"
+
+
+def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    server = Server(Store())
+    for line in stdin:
+        if not line.strip():
+            continue
+        answer, stop = server.answer(line)
+        stdout.write(json.dumps(answer, ensure_ascii=True) + "\n")
+        stdout.flush()
+        if stop:
+            break
+    return 0
