@@ -175,7 +175,7 @@ def rules_from_text(text: str) -> Rules:
     try:
         data = json_parse(strip_jsonc(text))
     except ValueError as e:
-        raise ConfigParseError(_json_error_message(e)) from None
+        raise ConfigParseError(str(e)) from None
     if data is None:
         raise ConfigParseError("Cannot read properties of null (reading 'always_persist')")
     if not isinstance(data, dict):
@@ -194,13 +194,6 @@ def rules_from_text(text: str) -> Rules:
         consolidate_on_compact=data.get("consolidate_on_compact") is True,
         shared_dir=data.get("shared_dir") is True,
     )
-
-
-def _json_error_message(e: ValueError) -> str:
-    text = str(e)
-    if text.startswith("Unexpected token"):
-        return text
-    return f"Unexpected token in JSON: {text}"
 
 
 def _array(value: object) -> list[Any]:

@@ -8,12 +8,14 @@ the reference and a peer through one interface.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import IO, Any
 
-from .clock import ControlledClock, parse_instant
+from .clock import ControlledClock, SystemClock, parse_instant
 from .compaction import (
     build_compaction_consolidation_prompt,
     build_consolidation_prompt,
@@ -51,8 +53,30 @@ class Server:
         self.session = Session(store)
         self.ops: dict[str, Callable[[Args], object]] = {
             "hello": self.hello,
+            "reset": self.reset,
             "set_clock": self.set_clock,
             "advance_clock": self.advance_clock,
+            "parse_index_line": self.parse_index_line,
+            "to_slug": lambda a: to_slug(to_string(_arg(a, "topic"))),
+            "detect_incomplete_task": lambda a: detect_incomplete_task(_arg(a, "text")),
+            "build_consolidation_prompt": lambda a: build_consolidation_prompt(
+                to_string(_arg(a, "rulesMarkdown", ""))
+            ),
+            "build_compaction_consolidation_prompt": lambda a: (
+                build_compaction_consolidation_prompt(
+                    to_string(_arg(a, "summary")), to_string(_arg(a, "rulesMarkdown", ""))
+                )
+            ),
+            "hook": self.hook,
+            "validate_tool": lambda a: validate_params(str(a["name"]), a.get("params")),
+            "exit": lambda a: None,
+        }
+        self.ops.update(self._store_ops())
+
+    def _store_ops(self) -> dict[str, Callable[[Args], object]]:
+        """Ops bound to the current store (rebuilt by ``reset``)."""
+        store = self.store
+        return {
             "write_memory": lambda a: store.execute_write_memory(
                 _arg(a, "topic"),
                 _arg(a, "content"),
@@ -85,27 +109,22 @@ class Server:
             "memory_dir": lambda a: store.get_memory_dir(),
             "get_memory_index": lambda a: store.get_memory_index(),
             "reset_carry_over": lambda a: store.reset_carry_over(),
-            "detect_incomplete_task": lambda a: detect_incomplete_task(_arg(a, "text")),
-            "parse_index_line": self.parse_index_line,
-            "to_slug": lambda a: to_slug(to_string(_arg(a, "topic"))),
-            "build_consolidation_prompt": lambda a: build_consolidation_prompt(
-                to_string(_arg(a, "rulesMarkdown", ""))
-            ),
-            "build_compaction_consolidation_prompt": lambda a: (
-                build_compaction_consolidation_prompt(
-                    to_string(_arg(a, "summary")), to_string(_arg(a, "rulesMarkdown", ""))
-                )
-            ),
-            "hook": self.hook,
             "tool": lambda a: execute_tool(store, str(a["name"]), dict(a.get("params", {}))),
-            "validate_tool": lambda a: validate_params(str(a["name"]), a.get("params")),
-            "exit": lambda a: None,
         }
 
     def hello(self, args: Args) -> object:
-        return {"impl": IMPL, "version": VERSION, "ops": sorted(self.ops)}
+        return {"impl": IMPL, "version": VERSION, "pid": os.getpid(), "ops": sorted(self.ops)}
+
+    def reset(self, args: Args) -> None:
+        """Forget all process-global state, as a fresh process would (S-INV-10, C-8)."""
+        self.store = Store(clock=SystemClock())
+        self.session = Session(self.store)
+        self.ops.update(self._store_ops())
 
     def set_clock(self, args: Args) -> None:
+        if "tz" in args:
+            os.environ["TZ"] = str(args["tz"])
+            time.tzset()
         mode = str(args.get("mode", "frozen"))
         if mode not in ("frozen", "offset"):
             raise ValueError(f"unknown clock mode {mode}")

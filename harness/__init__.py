@@ -1,0 +1,1 @@
+"""memconform's harness: drives implementations of the memory store and attacks them."""

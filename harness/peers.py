@@ -1,0 +1,262 @@
+"""Peer drivers: start an implementation, speak JSON Lines to it, survive it misbehaving.
+
+A peer is named ``python`` (``python -m reference serve``), ``pi:<memory-core.mjs>`` or
+``opencode:<ocl-memory.mjs>`` (node drivers under ``harness/peers/``), or comes from
+``MEMCONFORM_PI_CORE`` / ``MEMCONFORM_OPENCODE_PLUGIN``.  A driver that hangs is killed after
+the per-op timeout; junk on stdout, a wrong id or a crash become a ``DriverError`` with the
+driver's stderr attached, so a runner can report it and go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PEERS_DIR = Path(__file__).resolve().parent / "peers"
+SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
+DEFAULT_TIMEOUT = 10.0
+ENV_PI = "MEMCONFORM_PI_CORE"
+ENV_OPENCODE = "MEMCONFORM_OPENCODE_PLUGIN"
+
+
+class PeerUnavailable(Exception):
+    """The named peer cannot run here (no path given, file missing, no node)."""
+
+
+class DriverError(Exception):
+    """The driver broke the protocol: crashed, hung, printed junk or answered the wrong id."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class PeerSpec:
+    """Which implementation to drive, and how to start its driver."""
+
+    kind: str  # "python" | "pi" | "opencode" | "node" (a raw driver script, for tests)
+    path: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.path is None else f"{self.kind}:{self.path}"
+
+    @classmethod
+    def parse(cls, text: str) -> PeerSpec:
+        """``python``, ``pi[:path]``, ``opencode[:path]`` or ``node:<driver.mjs>``."""
+        kind, _, path = text.partition(":")
+        if kind == "python" and not path:
+            return cls("python")
+        if kind in ("pi", "opencode", "node"):
+            if not path:
+                path = os.environ.get(ENV_PI if kind == "pi" else ENV_OPENCODE, "")
+            if not path:
+                var = ENV_PI if kind == "pi" else ENV_OPENCODE
+                raise PeerUnavailable(f"peer {kind!r} needs a path: {kind}:<file> or ${var}")
+            return cls(kind, str(Path(path).resolve()))
+        raise PeerUnavailable(f"unknown peer {text!r} (python, pi:<path>, opencode:<path>)")
+
+    def command(self) -> list[str]:
+        if self.kind == "python":
+            return [sys.executable, "-m", "reference", "serve"]
+        assert self.path is not None
+        if not Path(self.path).is_file():
+            raise PeerUnavailable(f"{self.name}: no such file")
+        node = shutil.which("node")
+        if node is None:
+            raise PeerUnavailable("node is not installed")
+        if self.kind == "node":
+            return [node, self.path]
+        driver = PEERS_DIR / ("pi_core.mjs" if self.kind == "pi" else "opencode_plugin.mjs")
+        return [node, str(driver), self.path]
+
+
+def configured_peers() -> list[PeerSpec]:
+    """The real JS peers named by the environment (none in CI)."""
+    out = []
+    for kind, var in (("pi", ENV_PI), ("opencode", ENV_OPENCODE)):
+        path = os.environ.get(var)
+        if path and Path(path).is_file():
+            out.append(PeerSpec(kind, str(Path(path).resolve())))
+    return out
+
+
+@dataclass
+class Answer:
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class Driver:
+    """One running driver process."""
+
+    spec: PeerSpec
+    env: dict[str, str]
+    cwd: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    validate: bool = False
+    proc: subprocess.Popen[bytes] | None = None
+    hello: dict[str, Any] = field(default_factory=dict)
+    _lines: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
+    _stderr: list[bytes] = field(default_factory=list)
+    _next_id: int = 0
+
+    def start(self) -> Driver:
+        env = dict(self.env)
+        if self.spec.kind == "python":
+            # the reference must import from this checkout even when cwd is a sandbox
+            root = str(PEERS_DIR.parent.parent)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(
+            self.spec.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=self.cwd,
+        )
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        answer = self.call("hello")
+        if not answer.ok or not isinstance(answer.result, dict):
+            raise DriverError(f"{self.spec.name}: bad hello answer {answer}", self.stderr())
+        self.hello = answer.result
+        return self
+
+    def _pump_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr.append(line)
+
+    def stderr(self) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    def take_stderr(self) -> str:
+        text = self.stderr()
+        self._stderr.clear()
+        return text
+
+    @property
+    def pid(self) -> int:
+        return int(self.hello.get("pid", self.proc.pid if self.proc else 0))
+
+    @property
+    def ops(self) -> set[str]:
+        return set(self.hello.get("ops", []))
+
+    def call(self, op: str, args: dict[str, Any] | None = None, timeout: float | None = None) -> Answer:
+        """Send one request and wait for its answer; kills the driver on a hang."""
+        if self.proc is None or self.proc.stdin is None:
+            raise DriverError(f"{self.spec.name}: not started")
+        rid = self._next_id
+        self._next_id += 1
+        request: dict[str, Any] = {"id": rid, "op": op}
+        if args is not None:
+            request["args"] = args
+        if self.validate:
+            _validate(request, "request")
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise DriverError(f"{self.spec.name}: driver is gone ({e})", self.stderr()) from None
+        wait = self.timeout if timeout is None else timeout
+        try:
+            line = self._lines.get(timeout=wait)
+        except queue.Empty:
+            self.kill()
+            raise DriverError(
+                f"{self.spec.name}: no answer to {op!r} within {wait:g} s (driver killed)",
+                self.stderr(),
+            ) from None
+        if line is None:
+            code = self.proc.wait()
+            raise DriverError(
+                f"{self.spec.name}: driver exited (status {code}) during {op!r}", self.stderr()
+            )
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.kill()
+            raise DriverError(
+                f"{self.spec.name}: junk on stdout during {op!r}: {line[:200]!r}", self.stderr()
+            ) from None
+        if self.validate:
+            _validate(message, "answer")
+        if not isinstance(message, dict) or message.get("id") != rid:
+            self.kill()
+            got = message.get("id") if isinstance(message, dict) else message
+            raise DriverError(
+                f"{self.spec.name}: answer to {op!r} has id {got!r}, expected {rid}", self.stderr()
+            )
+        return Answer(bool(message.get("ok")), message.get("result"), message.get("error"))
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self.call("exit", timeout=2.0)
+            except DriverError:
+                pass
+            try:
+                self.proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def __enter__(self) -> Driver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_VALIDATOR: Any = None
+
+
+def _validate(message: object, what: str) -> None:
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        from jsonschema import Draft202012Validator
+
+        _VALIDATOR = Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    errors = sorted(_VALIDATOR.iter_errors(message), key=lambda e: e.json_path)
+    if errors:
+        e = errors[0]
+        raise DriverError(f"protocol violation in {what} at {e.json_path}: {e.message}")
+
+
+def start_driver(
+    spec: PeerSpec,
+    env: dict[str, str],
+    *,
+    cwd: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate: bool = False,
+) -> Driver:
+    return Driver(spec, env, cwd, timeout, validate).start()

@@ -1,0 +1,102 @@
+"""Temporary store roots, the environment each implementation reads, and store snapshots.
+
+A sandbox has two roots: ``agent/`` (the agent dir: ``memory.jsonc``, ``HANDOFF.md``,
+``memory/``) and ``home/`` (the shared store is ``home/.agents/memory/``), as DESIGN.md §4 fixes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+SNAPSHOT_FIFO = b"<fifo>"
+SNAPSHOT_SOCKET = b"<socket>"
+SNAPSHOT_DIR = b"<dir>"
+
+
+@dataclass
+class Sandbox:
+    root: Path
+
+    @classmethod
+    def create(cls, parent: str | os.PathLike[str] | None = None) -> Sandbox:
+        root = Path(tempfile.mkdtemp(prefix="memconform-", dir=parent))
+        (root / "agent").mkdir()
+        (root / "home").mkdir()
+        return cls(root)
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.root / "agent"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def local_dir(self) -> Path:
+        return self.agent_dir / "memory"
+
+    @property
+    def shared_dir(self) -> Path:
+        return self.home / ".agents" / "memory"
+
+    def env(self, tz: str = "UTC", base: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for any implementation: pi, OpenCode and the reference alike."""
+        env = dict(os.environ if base is None else base)
+        env.update(
+            {
+                "PI_CODING_AGENT_DIR": str(self.agent_dir),
+                "PI_SHARED_MEMORY_HOME": str(self.home),
+                "HOME": str(self.home),
+                "XDG_CONFIG_HOME": str(self.home / ".config"),
+                "OCL_SHARED_MEMORY_HOME": str(self.home),
+                "TZ": tz,
+            }
+        )
+        return env
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def put(self, rel: str, content: str | bytes) -> Path:
+        p = self.path(rel)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+        p.write_bytes(data)
+        return p
+
+    def snapshot(self) -> dict[str, bytes]:
+        return snapshot(self.root)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def snapshot(root: str | os.PathLike[str]) -> dict[str, bytes]:
+    """``{relative path: content}`` of a tree; symlinks as ``-> target``, specials as markers."""
+    out: dict[str, bytes] = {}
+    base = Path(root)
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in sorted(dirnames + filenames):
+            p = Path(dirpath) / name
+            rel = p.relative_to(base).as_posix()
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = b"-> " + os.fsencode(os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = SNAPSHOT_DIR
+            elif stat.S_ISFIFO(st.st_mode):
+                out[rel] = SNAPSHOT_FIFO
+            elif stat.S_ISSOCK(st.st_mode):
+                out[rel] = SNAPSHOT_SOCKET
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    out[rel] = p.read_bytes()
+                except PermissionError:
+                    out[rel] = b"<unreadable>"
+    return out
