@@ -61,6 +61,7 @@ function parseInstant(value) {
 }
 
 function setClock(args) {
+  if (typeof args.tz === 'string') process.env.TZ = args.tz;
   const ms = parseInstant(args.now);
   if (args.mode === 'frozen') clockState = { frozen: ms };
   else if (args.mode === 'offset') clockState = { base: ms, t0: performance.now() };
@@ -81,7 +82,7 @@ function describeError(err) {
   }
   const kind = (err.constructor && err.constructor.name) || err.name || 'Error';
   const out = { kind, message: err.message === undefined ? String(err) : String(err.message) };
-  if (err.code !== undefined && err.code !== null) out.code = err.code;
+  if (typeof err.code === 'string' || typeof err.code === 'number') out.code = String(err.code);
   if (Array.isArray(err.errors)) out.errors = err.errors.map(describeError);
   return out;
 }
@@ -154,7 +155,9 @@ const NOT_SUPPORTED = {
 };
 
 const OPS = {
-  hello: () => ({ impl: IMPL, version: VERSION, ops: Object.keys(OPS) }),
+  // No `reset`: the plugin's helper module keeps process state that a re-import of the
+  // plugin would not renew, so the harness starts a fresh driver for every scenario.
+  hello: () => ({ impl: IMPL, version: VERSION, pid: process.pid, ops: Object.keys(OPS) }),
   set_clock: args => setClock(args),
   write_memory: args => runTool('write_memory', args),
   remove_memory: args => runTool('remove_memory', args),

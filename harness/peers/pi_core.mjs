@@ -61,6 +61,8 @@ function parseInstant(value) {
 }
 
 function setClock(args) {
+  // TZ may change between scenarios: Node re-reads process.env.TZ on assignment.
+  if (typeof args.tz === 'string') process.env.TZ = args.tz;
   const ms = parseInstant(args.now);
   if (args.mode === 'frozen') clockState = { frozen: ms };
   else if (args.mode === 'offset') clockState = { base: ms, t0: performance.now() };
@@ -90,7 +92,7 @@ function describeError(err) {
   }
   const kind = (err.constructor && err.constructor.name) || err.name || 'Error';
   const out = { kind, message: err.message === undefined ? String(err) : String(err.message) };
-  if (err.code !== undefined && err.code !== null) out.code = err.code;
+  if (typeof err.code === 'string' || typeof err.code === 'number') out.code = String(err.code);
   if (Array.isArray(err.errors)) out.errors = err.errors.map(describeError);
   return out;
 }
@@ -111,7 +113,19 @@ if (!corePath) {
   console.error('usage: node pi_core.mjs <path-to-memory-core.mjs>');
   process.exit(2);
 }
-const core = await import(pathToFileURL(path.resolve(corePath)).href);
+const coreUrl = pathToFileURL(path.resolve(corePath)).href;
+let core = await import(coreUrl);
+let instance = 0;
+
+// reset: a fresh module instance (a query string makes ESM load the file again), so every
+// piece of module state (carry-over flag, config-error memory, captured paths) starts anew,
+// as in a fresh process; the clock goes back to real time.
+async function reset() {
+  clockState = null;
+  instance += 1;
+  core = await import(`${coreUrl}?instance=${instance}`);
+  return null;
+}
 
 function fn(name) {
   const f = core[name];
@@ -121,7 +135,8 @@ function fn(name) {
 
 // op -> [core export it needs (or null), handler(args)]
 const OPS = {
-  hello: [null, () => ({ impl: IMPL, version: VERSION, ops: availableOps() })],
+  hello: [null, () => ({ impl: IMPL, version: VERSION, pid: process.pid, ops: availableOps() })],
+  reset: [null, () => reset()],
   set_clock: [null, args => setClock(args)],
   write_memory: ['executeWriteMemory', args => fn('executeWriteMemory')({ ...args })],
   remove_memory: ['executeRemoveMemory', args => fn('executeRemoveMemory')({ ...args })],

@@ -1,0 +1,95 @@
+"""pytest plugin (entry point ``pytest11``): the scenario corpus as parametrised tests.
+
+``pytest --memconform-impl=pi:/path/to/memory-core.mjs`` adds one test per scenario to the
+user's own session; without the option the plugin does nothing.  Known deviations become
+xfail, and a listed deviation that passes fails (the list must stay true).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .deviations import expected_failure, load
+from .peers import PeerSpec, PeerUnavailable
+from .runner import Worker
+from .scenarios import SCENARIOS_DIR, Scenario, discover
+
+_WORKER = pytest.StashKey[dict[str, Worker]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("memconform", "memory-store conformance corpus")
+    group.addoption("--memconform-impl", default=None, help="python | pi:<path> | opencode:<path>")
+    group.addoption("--memconform-scenarios", default=str(SCENARIOS_DIR / "conformance"))
+    group.addoption("--memconform-run", action="append", default=[], help="scenario id glob")
+    group.addoption("--memconform-strict", action="store_true", help="compare error messages")
+    group.addoption("--memconform-timeout", type=float, default=10.0)
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario: Scenario, spec: PeerSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario, self.spec = scenario, spec
+        for clause in scenario.clauses:
+            self.add_marker(pytest.mark.memconform_clause(clause))
+
+    def runtest(self) -> None:
+        workers = self.config.stash.setdefault(_WORKER, {})
+        worker = workers.get(self.spec.name)
+        if worker is None:
+            worker = workers[self.spec.name] = Worker(
+                self.spec,
+                timeout=self.config.getoption("--memconform-timeout"),
+                strict=self.config.getoption("--memconform-strict"),
+            )
+        outcome = worker.run(self.scenario)
+        known = expected_failure(load(), worker.impl, worker.version, self.scenario.id)
+        if outcome.status == "skip":
+            pytest.skip(outcome.reason)
+        failed = outcome.status in ("fail", "error")
+        if known is not None:
+            if failed:
+                pytest.xfail(f"known deviation: {known.reason}")
+            raise ScenarioFailure(f"listed in KNOWN_DEVIATIONS.md but passes: {known.reason}")
+        if failed:
+            detail = "\n".join(f.render() for f in outcome.failures) or outcome.reason
+            raise ScenarioFailure(f"{', '.join(self.scenario.clauses)}\n{detail}\n{outcome.stderr}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailure):
+            return f"scenario {self.scenario.id} on {self.spec.name}:\n{excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.scenario.path, 0, f"scenario {self.scenario.id}"
+
+
+class ScenarioFailure(Exception):
+    pass
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "memconform_clause(id): the SPEC clause a scenario cites")
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    impl = config.getoption("--memconform-impl")
+    if not impl:
+        return
+    try:
+        spec = PeerSpec.parse(impl)
+    except PeerUnavailable as e:
+        raise pytest.UsageError(str(e)) from None
+    root = Path(config.getoption("--memconform-scenarios"))
+    for sc in discover(root, config.getoption("--memconform-run") or None):
+        items.append(ScenarioItem.from_parent(session, name=f"memconform[{sc.id}]", scenario=sc, spec=spec))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for worker in config.stash.get(_WORKER, {}).values():
+        worker.close()
