@@ -44,9 +44,9 @@ def join(*segments: str) -> str:
 
 
 def home_dir(env: Mapping[str, str]) -> str:
-    """Node ``os.homedir()``: ``HOME`` when set and non-empty, else the passwd entry."""
+    """Node ``os.homedir()``: ``HOME`` when set (even empty, as libuv), else the passwd entry."""
     home = env.get("HOME")
-    if home:
+    if home is not None:
         return home
     return pwd.getpwuid(os.getuid()).pw_dir
 

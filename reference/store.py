@@ -15,7 +15,7 @@ from typing import Any
 from . import carryover, handoff
 from .clock import Clock, SystemClock, local_iso, utc_date
 from .config import DEFAULT_CONFIG_TEXT, Rules, rules_from_text
-from .errors import AggregateJsError, JsError, NodeError, message_of
+from .errors import AggregateJsError, NodeError, message_of
 from .fs import (
     Fs,
     atomic_write,
@@ -393,10 +393,7 @@ class Store:
         path = join(self.get_memory_dir(), filename)
         if not is_regular_file(self.fs, path):
             return NOT_FOUND_TOPIC
-        try:
-            text, truncated = bounded_read(self.fs, path)
-        except JsError:
-            return NOT_FOUND_TOPIC
+        text, truncated = bounded_read(self.fs, path)  # a post-probe open failure raises (JS)
         body = display_body(text)
         return body + TOPIC_SIZE_MARKER if truncated else body
 

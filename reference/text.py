@@ -123,6 +123,9 @@ _NEW_LOWERCASE_PAIRS: Final = (
 _NEW_LOWERCASE_SINGLE: Final = {
     0xA7CB: 0x0264,
     0xA7CC: 0xA7CD,
+    0xA7CE: 0xA7CF,
+    0xA7D2: 0xA7D3,
+    0xA7D4: 0xA7D5,
     0xA7DA: 0xA7DB,
     0xA7DC: 0x019B,
 }
@@ -542,7 +545,9 @@ def to_js_json(value: object) -> object:
         if math.isinf(value) or math.isnan(value):
             return None
         if value.is_integer() and abs(value) < 1e21:
-            return int(value)
+            # JS prints the shortest digits padded with zeros (12345678901234567000), not the
+            # double's exact value (…168); that decimal integer reads back as the same double.
+            return int(number_to_string(value))
         return value
     if isinstance(value, int):
         return value
