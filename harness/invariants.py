@@ -40,7 +40,7 @@ def _index_lines(directory: Path) -> list[str] | None:
 
 def no_leftovers(directory: Path) -> list[Violation]:
     """S-INV-2: no lock and no temporary survives a completed operation."""
-    out = []
+    out: list[Violation] = []
     if not directory.is_dir():
         return out
     for name in sorted(os.listdir(directory)):

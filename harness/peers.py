@@ -242,7 +242,7 @@ _VALIDATOR: Any = None
 def _validate(message: object, what: str) -> None:
     global _VALIDATOR
     if _VALIDATOR is None:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
         _VALIDATOR = Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
     errors = sorted(_VALIDATOR.iter_errors(message), key=lambda e: e.json_path)

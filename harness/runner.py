@@ -7,6 +7,7 @@ themselves.  Scenarios that change the environment get a driver of their own.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reference.clock import local_iso, parse_instant
+from reference.config import strip_jsonc
 
 from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
@@ -466,6 +468,15 @@ def run_all(
 # --- differential mode --------------------------------------------------------------------
 
 
+def _config_values(data: bytes) -> bytes:
+    """``memory.jsonc`` compares by parsed values and key order; comment wording is free (S-CFG-3)."""
+    try:
+        value = json.loads(strip_jsonc(data.decode("utf-8")))
+    except ValueError:
+        return data
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
 def normalise_files(files: dict[str, bytes], names: dict[str, str]) -> dict[str, bytes]:
     """Make two sandboxes comparable: placeholders for roots, volatile lock/temp names."""
     out = {}
@@ -473,6 +484,8 @@ def normalise_files(files: dict[str, bytes], names: dict[str, str]) -> dict[str,
         rel2 = VOLATILE.sub(".tmp-*", rel)
         if rel2.endswith("/.lock") or rel2 == ".lock":
             data = b"<lock>"
+        elif rel2.endswith("memory.jsonc"):
+            data = _config_values(data)
         for key, value in names.items():
             if key != "PID" and value:
                 data = data.replace(value.encode(), b"${" + key.encode() + b"}")
@@ -502,10 +515,10 @@ def diff_outcomes(a: Outcome, b: Outcome, names_a: dict[str, str], names_b: dict
             out.append(Failure(f"step {i + 1} ({a.scenario.steps[i]['op']})", str(nx), str(ny), "results differ"))
     fa, fb = normalise_files(a.files, names_a), normalise_files(b.files, names_b)
     for rel in sorted(set(fa) | set(fb)):
-        if fa.get(rel) != fb.get(rel):
-            x, y = fa.get(rel), fb.get(rel)
-            detail = first_difference(x, y) if x is not None and y is not None else "only on one side"
-            out.append(Failure(f"file {rel}", _show(x), _show(y), detail))
+        da, db = fa.get(rel), fb.get(rel)
+        if da != db:
+            detail = first_difference(da, db) if da is not None and db is not None else "only on one side"
+            out.append(Failure(f"file {rel}", _show(da), _show(db), detail))
     return out
 
 

@@ -60,7 +60,7 @@ _validator: Any = None
 def _schema_validator() -> Any:
     global _validator
     if _validator is None:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
         _validator = Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     return _validator

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 
@@ -67,14 +67,16 @@ def parse_instant(text: str) -> int:
     """Epoch ms of an ISO-8601 instant as given to ``set_clock`` (``Z`` or an offset)."""
     stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
+        stamp = stamp.replace(tzinfo=UTC)
     return round(stamp.timestamp() * 1000)
 
 
 def local_iso(ms: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS±HH:MM`` in the host zone (``TZ``), milliseconds dropped (S-FMT-3)."""
     tm = time.localtime(ms // 1000)
-    offset_min = (tm.tm_gmtoff or 0) // 60
+    # ``getTimezoneOffset`` is whole minutes truncated toward zero: a historical offset with
+    # seconds (St John's LMT -03:30:52) prints as -03:30, not -03:31.
+    offset_min = int((tm.tm_gmtoff or 0) / 60)
     sign = "+" if offset_min >= 0 else "-"
     hours, minutes = divmod(abs(offset_min), 60)
     return (
@@ -84,6 +86,10 @@ def local_iso(ms: int) -> str:
 
 
 def utc_date(ms: int) -> str:
-    """``YYYY-MM-DD`` of the instant in UTC (S-FMT-4)."""
+    """``YYYY-MM-DD`` of the instant in UTC (S-FMT-4): ``toISOString().slice(0, 10)``.
+
+    Years outside 0000–9999 use the ISO extended form (``+010000-01``), cut the same way.
+    """
     tm = time.gmtime(ms // 1000)
-    return f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"
+    year = f"{tm.tm_year:04d}" if 0 <= tm.tm_year <= 9999 else f"{tm.tm_year:+07d}"
+    return f"{year}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"[:10]

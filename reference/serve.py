@@ -37,7 +37,7 @@ Args = Mapping[str, Any]
 
 
 def _arg(args: Args, key: str, default: object = UNDEFINED) -> object:
-    return args[key] if key in args else default
+    return args.get(key, default)
 
 
 def _rules(store: Store, args: Args) -> Rules:
