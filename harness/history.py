@@ -1,0 +1,104 @@
+"""Jepsen-style histories: every op as invoke / ok / fail / info, saved as JSON Lines.
+
+``ok``: acknowledged with a result; ``fail``: definitely had no effect (a "busy" answer);
+``info``: unknown (the process was killed, hung or answered garbage) — it may or may not have
+happened.  Times are monotonic nanoseconds from one clock shared by all writers' threads.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+TYPES = ("invoke", "ok", "fail", "info")
+
+
+class HistoryError(Exception):
+    """A malformed history file, with the line number."""
+
+
+@dataclass(frozen=True)
+class Event:
+    process: str
+    type: str
+    op: str
+    args: dict[str, Any]
+    time: int
+    result: Any = None
+
+
+@dataclass
+class Op:
+    """An invocation paired with its completion (``end`` is None for ``info``)."""
+
+    id: int
+    process: str
+    op: str
+    args: dict[str, Any]
+    start: int
+    end: int | None
+    type: str  # ok | fail | info
+    result: Any = None
+
+
+@dataclass
+class History:
+    events: list[Event] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None) -> Event:
+        ev = Event(process, type_, op, args, time.monotonic_ns(), result)
+        with self._lock:
+            self.events.append(ev)
+        return ev
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as f:
+            for ev in self.events:
+                f.write(json.dumps(asdict(ev), ensure_ascii=False) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> History:
+        h = cls()
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    d = json.loads(line)
+                    ev = Event(str(d["process"]), str(d["type"]), str(d["op"]), dict(d.get("args") or {}), int(d["time"]), d.get("result"))
+                except (ValueError, KeyError, TypeError) as e:
+                    raise HistoryError(f"{path}:{n}: malformed event: {e}") from None
+                if ev.type not in TYPES:
+                    raise HistoryError(f"{path}:{n}: unknown event type {ev.type!r}")
+                h.events.append(ev)
+        return h
+
+    def ops(self) -> list[Op]:
+        """Pair invocations with completions per process; an unfinished op is ``info``."""
+        return pair(self.events)
+
+
+def pair(events: Iterable[Event]) -> list[Op]:
+    pending: dict[str, Op] = {}
+    out: list[Op] = []
+    for ev in sorted(events, key=lambda e: e.time):
+        if ev.type == "invoke":
+            if ev.process in pending:
+                raise HistoryError(f"process {ev.process} invoked {ev.op} with an op outstanding")
+            op = Op(len(out), ev.process, ev.op, ev.args, ev.time, None, "info")
+            pending[ev.process] = op
+            out.append(op)
+            continue
+        op_ = pending.pop(ev.process, None)
+        if op_ is None:
+            raise HistoryError(f"process {ev.process}: {ev.type} without an invocation")
+        op_.type, op_.result = ev.type, ev.result
+        op_.end = None if ev.type == "info" else ev.time
+    return out

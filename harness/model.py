@@ -1,0 +1,197 @@
+"""A pure model of the store's logical state and its transitions (SPEC §7–10).
+
+Small enough to read in one sitting: topics are files with a name, a summary and a body of
+sections; the index is an ordered list of entries; shared mode adds tombstones.  Results are
+compared by *kind* (``created``, ``removed``, ``busy`` …) because exact strings carry
+timestamps the model cannot know.  The model covers what op scripts and state machines do:
+no hand-made index lines (those are exercised by the scenario corpus instead).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from reference import to_slug
+
+BUSY = "busy"
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    filename: str
+    summary: str
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic file: its frontmatter name and summary, and its body sections."""
+
+    name: str
+    summary: str
+    sections: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class State:
+    files: tuple[tuple[str, Topic], ...] = ()  # (filename, topic), sorted by filename
+    index: tuple[Entry, ...] = ()
+    tombstones: frozenset[str] = frozenset()
+    shared: bool = False
+    has_index: bool = False  # MEMORY.md exists (created by the first write)
+
+    def file(self, filename: str) -> Topic | None:
+        return dict(self.files).get(filename)
+
+    def with_file(self, filename: str, topic: Topic) -> State:
+        files = dict(self.files)
+        files[filename] = topic
+        return replace(self, files=tuple(sorted(files.items())))
+
+    def entry_for(self, filename: str) -> Entry | None:
+        return next((e for e in self.index if e.filename == filename), None)
+
+
+def result_kind(text: object) -> str:
+    """Classify an implementation's result string (openpi wording)."""
+    if not isinstance(text, str):
+        return "error"
+    for prefix, kind in (
+        ("Created memory topic", "created"),
+        ("Updated memory topic", "updated"),
+        ("Removed ", "removed"),
+        ("No entry found matching", "not_found"),
+        ("No memory index found", "no_index"),
+        ("Multiple entries match", "ambiguous"),
+        ("Cannot remove", "pinned_refused"),
+        ("Pinned ", "pinned"),
+        ("Unpinned ", "unpinned"),
+        ("Invalid topic", "invalid"),
+        ("Reserved topic", "invalid"),
+        ("Error: memory store is busy", BUSY),
+    ):
+        if text.startswith(prefix):
+            return kind
+    if re.match(r'^".*" is already pinned\.$', text, re.S):
+        return "already_pinned"
+    if re.match(r'^".*" is already unpinned\.$', text, re.S):
+        return "already_unpinned"
+    return "other"
+
+
+def _find(state: State, query: str) -> Entry | list[str] | None:
+    """S-IDX-8 over model entries."""
+    q = query.lower()
+    partial = []
+    for e in state.index:
+        if e.name.lower() == q or e.filename.lower() == q:
+            return e
+        if q in e.name.lower() or q in e.filename.lower():
+            partial.append(e)
+    if len(partial) == 1:
+        return partial[0]
+    return [e.name for e in partial] if partial else None
+
+
+def _filename_for(state: State, topic: str) -> str:
+    """S-WRITE-6/7: last entry with the name, else the first free or self-named slug file."""
+    slug = to_slug(topic)
+    matched = [e.filename for e in state.index if e.name.lower() == topic.lower()]
+    if matched:
+        return matched[-1]
+    indexed = {e.filename for e in state.index}
+    candidate, n = f"{slug}.md", 2
+    while candidate in indexed or state.file(candidate) is not None:
+        existing = state.file(candidate)
+        if candidate not in indexed and existing is not None and existing.name.lower() == topic.lower():
+            return candidate
+        candidate, n = f"{slug}-{n}.md", n + 1
+    return candidate
+
+
+def write(state: State, topic: str, content: str, summary: str, pin: bool = False, replace_body: bool = False) -> tuple[State, str]:
+    topic = topic.strip()
+    filename = _filename_for(state, topic)
+    old = state.file(filename)
+    sections = (content,) if old is None or replace_body else (*old.sections, content)
+    new = state.with_file(filename, Topic(topic, summary, sections))
+    index = list(new.index)
+    current = new.entry_for(filename)
+    entry = Entry(topic, filename, summary, pin or (current.pinned if current else False))
+    if current is None:
+        index.append(entry)
+    else:
+        index[index.index(current)] = entry
+    new = replace(new, index=tuple(index), tombstones=new.tombstones - {filename}, has_index=True)
+    return new, "created" if old is None else "updated"
+
+
+def remove(state: State, topic: str) -> tuple[State, str]:
+    if not state.has_index:
+        return state, "no_index"
+    found = _find(state, topic)
+    if found is None:
+        return state, "not_found"
+    if isinstance(found, list):
+        return state, "ambiguous"
+    if found.pinned:
+        return state, "pinned_refused"
+    index = tuple(e for e in state.index if e is not found)
+    tombstones = state.tombstones | {found.filename} if state.shared else state.tombstones
+    return replace(state, index=index, tombstones=tombstones), "removed"
+
+
+def pin(state: State, topic: str, on: bool) -> tuple[State, str]:
+    if not state.has_index:
+        return state, "no_index"
+    found = _find(state, topic)
+    if found is None:
+        return state, "not_found"
+    if isinstance(found, list):
+        return state, "ambiguous"
+    if found.pinned == on:
+        return state, "already_pinned" if on else "already_unpinned"
+    index = tuple(replace(e, pinned=on) if e is found else e for e in state.index)
+    return replace(state, index=index), "pinned" if on else "unpinned"
+
+
+def apply(state: State, op: str, args: dict[str, Any]) -> tuple[State, str]:
+    """One protocol op on the model: the next state and the expected result kind."""
+    if op == "write_memory":
+        return write(
+            state,
+            str(args["topic"]),
+            str(args["content"]),
+            str(args.get("summary", "")),
+            bool(args.get("pin", False)),
+            args.get("mode") == "replace" or args.get("overwrite") is True,
+        )
+    if op == "remove_memory":
+        return remove(state, str(args["topic"]))
+    if op == "pin_memory":
+        return pin(state, str(args["topic"]), bool(args["pin"]))
+    raise ValueError(f"the model has no op {op!r}")
+
+
+def keys_of(op: str, args: dict[str, Any]) -> str:
+    """The partition key of an op (its topic's slug) for P-compositional checking."""
+    return to_slug(str(args.get("topic", "")).strip())
+
+
+def independent_topics(topics: list[str]) -> bool:
+    """Ops on different topics commute iff no name or slug is a substring of another's.
+
+    Then lookups (exact or substring) and slug choice of one topic never see another topic,
+    and a history may be checked one topic at a time.
+    """
+    keys = [(t.strip().lower(), to_slug(t.strip())) for t in topics]
+    for i, (a_name, a_slug) in enumerate(keys):
+        for j, (b_name, b_slug) in enumerate(keys):
+            if i == j:
+                continue
+            if a_name in b_name or a_slug in b_slug or a_name in f"{b_slug}.md" or a_slug == b_slug:
+                return False
+    return True
