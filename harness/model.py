@@ -56,10 +56,19 @@ class State:
 
 
 def result_kind(text: object) -> str:
-    """Classify an implementation's result string (openpi wording)."""
+    """Classify an implementation's result string (openpi and OpenCode wording, PEER-12..14)."""
     if not isinstance(text, str):
         return "error"
     for prefix, kind in (
+        ("Memory created:", "created"),
+        ("Memory updated:", "updated"),
+        ("Index entry removed:", "removed"),
+        ("No matching entry found", "not_found"),
+        ("Entry is pinned", "pinned_refused"),
+        ("Pinned.", "pinned"),
+        ("Unpinned.", "unpinned"),
+        ("Already pinned:", "already_pinned"),
+        ("Already unpinned:", "already_unpinned"),
         ("Created memory topic", "created"),
         ("Updated memory topic", "updated"),
         ("Removed ", "removed"),
