@@ -106,6 +106,7 @@ class Driver:
     cwd: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     validate: bool = False
+    wrapper: list[str] = field(default_factory=list)  # command prefix: strace, setpriv …
     proc: subprocess.Popen[bytes] | None = None
     hello: dict[str, Any] = field(default_factory=dict)
     _lines: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
@@ -119,7 +120,7 @@ class Driver:
             root = str(PEERS_DIR.parent.parent)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
-            self.spec.command(),
+            [*self.wrapper, *self.spec.command()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -258,5 +259,7 @@ def start_driver(
     cwd: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     validate: bool = False,
+    wrapper: list[str] | None = None,
 ) -> Driver:
-    return Driver(spec, env, cwd, timeout, validate).start()
+    """Start a driver; ``wrapper`` prefixes its command (e.g. ``strace …`` or ``setpriv …``)."""
+    return Driver(spec, env, cwd, timeout, validate, list(wrapper or [])).start()
