@@ -1,0 +1,275 @@
+"""The lock adversary matrix: lock file states × holders × ages × store modes (issue 4).
+
+Each cell plants a ``.lock`` in the memory directory an implementation will write, starts that
+implementation's driver, asks for one ``write_memory`` and records the verdict it reached
+(acquire, reclaim, busy) and how long it took, next to the verdict SPEC requires
+(S-LOCK-2/3/6/7).  EPERM is made for real: as root, the holder runs as an unprivileged user and
+the prober is root without CAP_KILL (so signal 0 fails with EPERM); "vice versa", a full root
+prober probes the same holder (signal 0 succeeds); as a normal user pid 1 is the foreign holder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference.fs import Fs
+from reference.lock import try_acquire
+
+from .model import BUSY, result_kind
+from .peers import DriverError, PeerSpec, start_driver
+from .runner import dead_pid
+from .sandbox import Sandbox
+from .writers import prepare_shared
+
+NOBODY = 65534
+CONTENTS = ("valid", "empty", "garbage", "partial", "huge", "symlink", "fifo", "directory")
+HOLDERS = ("alive", "foreign-user", "holder-other-uid", "dead", "reused")
+AGES = (0, 20, 61)
+MODES = ("local", "shared")
+
+
+@dataclass(frozen=True)
+class Cell:
+    content: str
+    holder: str  # for "valid" tokens; "-" otherwise
+    age: int
+    mode: str
+
+    @property
+    def name(self) -> str:
+        holder = f"/{self.holder}" if self.content == "valid" else ""
+        return f"{self.mode}:{self.content}{holder}@{self.age}s"
+
+
+def cells(modes: tuple[str, ...] = MODES) -> list[Cell]:
+    out = [Cell("absent", "-", 0, m) for m in modes]
+    for mode in modes:
+        for age in AGES:
+            out += [Cell("valid", h, age, mode) for h in HOLDERS]
+            out += [Cell(c, "-", age, mode) for c in CONTENTS if c != "valid"]
+    return out
+
+
+def spec_verdict(cell: Cell) -> str:
+    """What SPEC requires: S-LOCK-2 (non-regular → busy), S-LOCK-3 (liveness, 60 s hard stale)."""
+    if cell.content == "absent":
+        return "acquire"
+    if cell.content in ("symlink", "fifo", "directory") or cell.age <= 10:
+        return "busy"
+    if cell.content == "valid":
+        return "reclaim" if cell.holder == "dead" else "busy"
+    return "reclaim" if cell.age > 60 else "busy"  # no readable pid: alive until 60 s
+
+
+def spec_seconds(cell: Cell) -> float:
+    if spec_verdict(cell) != "busy":
+        return 0.0
+    return 0.5 if cell.mode == "local" else 3.0
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    expected: str
+    verdict: str
+    seconds: float
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == self.expected
+
+
+def _pause_child(uid: int | None = None) -> subprocess.Popen[bytes]:
+    """A live process that waits on its stdin (no sleeping), optionally as another user."""
+    return subprocess.Popen(
+        ["sh", "-c", "read _"],
+        stdin=subprocess.PIPE, user=uid, group=uid, extra_groups=[] if uid is not None else None,
+    )
+
+
+NO_CAP_KILL = ["setpriv", "--bounding-set=-kill", "--inh-caps=-kill"]
+
+
+@contextmanager
+def _holder(kind: str) -> Iterator[tuple[int, list[str]]]:
+    """The holder pid, and the command prefix the prober must run under."""
+    if kind == "dead":
+        yield dead_pid(), []
+        return
+    root = os.geteuid() == 0
+    if kind == "foreign-user" and not root:
+        yield 1, []  # pid 1 belongs to root: a non-root prober gets EPERM
+        return
+    other_user = kind in ("foreign-user", "holder-other-uid") and root
+    child = _pause_child(NOBODY if other_user else None)
+    try:
+        yield child.pid, NO_CAP_KILL if kind == "foreign-user" else []
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.wait()
+
+
+def _plant(lock: Path, cell: Cell, pid: int, outside: Path) -> None:
+    created = time.time() - cell.age
+    token = f"{pid}\t{int(created * 1000)}\tmatrix"
+    if cell.content == "valid":
+        lock.write_text(token)
+    elif cell.content == "empty":
+        lock.write_bytes(b"")
+    elif cell.content == "garbage":
+        lock.write_text("garbage")
+    elif cell.content == "partial":
+        lock.write_text("\t\tmatrix")  # pid and time fields lost: no readable pid
+    elif cell.content == "huge":
+        lock.write_bytes(b"x" * (2 << 20))
+    elif cell.content == "symlink":
+        outside.write_text(token)
+        os.symlink(outside, lock)
+    elif cell.content == "fifo":
+        os.mkfifo(lock)
+    elif cell.content == "directory":
+        lock.mkdir()
+    if cell.content != "absent":
+        os.utime(lock, (created, created), follow_symlinks=False)
+
+
+def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
+    sb = Sandbox.create()
+    expected = spec_verdict(cell)
+    try:
+        if cell.mode == "shared":
+            prepare_shared(sb)
+        with _holder(cell.holder if cell.content == "valid" else "dead") as (pid, wrapper):
+            if wrapper and shutil.which(wrapper[0]) is None:
+                return CellResult(cell, expected, "skipped", 0.0, f"{wrapper[0]} is missing")
+            env = sb.env()
+            probe = start_driver(spec, env, cwd=str(sb.root), timeout=timeout)
+            try:
+                directory = Path(str(probe.call("memory_dir").result))
+            finally:
+                probe.close()
+            directory.mkdir(parents=True, exist_ok=True)
+            lock = directory / ".lock"
+            if lock.exists() or lock.is_symlink():
+                lock.unlink()
+            _plant(lock, cell, pid, sb.root / "outside-target")
+            before = _lock_state(lock)
+            driver = start_driver(spec, env, cwd=str(sb.root), timeout=timeout, wrapper=wrapper)
+            try:
+                t0 = time.monotonic()
+                answer = driver.call("write_memory", {"topic": "Matrix", "content": "x", "summary": "s"})
+                seconds = time.monotonic() - t0
+            finally:
+                driver.close()
+            if not answer.ok:
+                return CellResult(cell, expected, "error", seconds, str(answer.error))
+            kind = result_kind(answer.result)
+            if kind == BUSY:
+                intact = _lock_state(lock) == before
+                return CellResult(cell, expected, "busy", seconds, "" if intact else "lock changed while busy")
+            if kind == "created":
+                verdict = "acquire" if cell.content == "absent" else "reclaim"
+                left = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
+                return CellResult(cell, expected, verdict, seconds, left)
+            return CellResult(cell, expected, "error", seconds, str(answer.result))
+    except DriverError as e:
+        return CellResult(cell, expected, "error", 0.0, str(e))
+    finally:
+        shutil.rmtree(sb.root, ignore_errors=True)
+
+
+def _lock_state(lock: Path) -> bytes | str:
+    if lock.is_symlink():
+        return "symlink:" + os.readlink(lock)
+    if lock.is_dir():
+        return "dir"
+    if lock.exists() and not lock.is_file():
+        return "special"
+    return lock.read_bytes() if lock.exists() else "absent"
+
+
+def run_matrix(
+    spec: PeerSpec,
+    selected: list[Cell],
+    *,
+    parallel: int = 16,
+    on_result: Callable[[CellResult], None] | None = None,
+) -> list[CellResult]:
+    """Cells run concurrently: a busy cell mostly waits on its lock window."""
+    results: dict[Cell, CellResult] = {}
+    lock = threading.Lock()
+
+    def one(cell: Cell) -> None:
+        r = run_cell(spec, cell)
+        with lock:
+            results[cell] = r
+            if on_result is not None:
+                on_result(r)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        list(pool.map(one, selected))
+    return [results[c] for c in selected]
+
+
+# --- the documented race: two reclaimers, no atomic compare-and-unlink (S-INV-9a) --------
+
+
+@dataclass
+class RaceResult:
+    first_token: str | None
+    second_token: str | None
+    lock_content: str
+
+    @property
+    def both_hold(self) -> bool:
+        return self.first_token is not None and self.second_token is not None
+
+
+class _PauseBeforeLockUnlink(Fs):
+    """Stops the first unlink of a ``.lock`` (after the recheck) until released."""
+
+    def __init__(self, reached: threading.Event, go: threading.Event) -> None:
+        self.reached, self.go, self.paused = reached, go, False
+
+    def unlink(self, path: str) -> None:
+        if path.endswith("/.lock") and not self.paused:
+            self.paused = True
+            self.reached.set()
+            self.go.wait()
+        super().unlink(path)
+
+
+def two_reclaimers_race(directory: Path) -> RaceResult:
+    """Pause reclaimer A between its recheck and its unlink; let B reclaim; resume A.
+
+    Deterministic through the ``Fs`` seam: A then unlinks B's fresh lock and creates its own,
+    so both believe they hold the lock — the weakness SPEC S-INV-9 (a) documents.
+    """
+    from reference.clock import SystemClock
+
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = directory / ".lock"
+    stale = time.time() - 30
+    lock.write_text(f"{dead_pid()}\t{int(stale * 1000)}\tstale")
+    os.utime(lock, (stale, stale))
+    reached, go = threading.Event(), threading.Event()
+    clock = SystemClock()
+    first: list[str | None] = []
+    a = threading.Thread(target=lambda: first.append(try_acquire(_PauseBeforeLockUnlink(reached, go), clock, str(lock))))
+    a.start()
+    reached.wait()
+    second = try_acquire(Fs(), clock, str(lock))
+    go.set()
+    a.join()
+    return RaceResult(first[0], second, lock.read_text())
