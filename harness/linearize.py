@@ -69,14 +69,32 @@ class _Search:
         required = sum(1 << i for i, op in enumerate(ops) if op.type == "ok")
         order = sorted(range(n), key=lambda i: starts[i])
 
-        def candidates(mask: int) -> list[int]:
-            horizon = min((ends[i] for i in range(n) if not mask >> i & 1), default=INF)
-            return [i for i in order if not mask >> i & 1 and starts[i] < horizon]
+        def first_open(mask: int, lo: int) -> int:
+            while lo < n and mask >> order[lo] & 1:
+                lo += 1
+            return lo
+
+        def candidates(mask: int, lo: int) -> list[int]:
+            """Ops that may take effect next: invoked before every open op has returned.
+
+            Scanning in start order from the first open op, the horizon (earliest open end)
+            can only come from ops that start before it, so the scan stops there.
+            """
+            horizon, window = INF, []
+            for pos in range(lo, n):
+                i = order[pos]
+                if starts[i] >= horizon:
+                    break
+                if mask >> i & 1:
+                    continue
+                window.append(i)
+                horizon = min(horizon, ends[i])
+            return [i for i in window if starts[i] < horizon]
 
         seen: set[tuple[int, model.State]] = set()
-        stack = [(0, init, iter(candidates(0)))]
+        stack = [(0, init, iter(candidates(0, 0)), 0)]
         while stack:
-            mask, state, it = stack[-1]
+            mask, state, it, lo = stack[-1]
             if mask & required == required:
                 return True
             advanced = False
@@ -84,7 +102,7 @@ class _Search:
                 self.explored += 1
                 if self.explored % 2048 == 0 and time.monotonic() > self.deadline:
                     raise _OutOfBudget
-                nxt, kind = model.apply(state, ops[i].op, ops[i].args)
+                nxt, kind = model.apply(state, ops[i].op, ops[i].args, bodies=False)
                 if self.partitioned and kind == "no_index":
                     kind = "not_found"
                 if expected[i] is not None and kind != expected[i]:
@@ -93,7 +111,8 @@ class _Search:
                 if key in seen:
                     continue
                 seen.add(key)
-                stack.append((key[0], nxt, iter(candidates(key[0]))))
+                nlo = first_open(key[0], lo)
+                stack.append((key[0], nxt, iter(candidates(key[0], nlo)), nlo))
                 advanced = True
                 break
             if not advanced:

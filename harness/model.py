@@ -121,11 +121,19 @@ def _filename_for(state: State, topic: str) -> str:
     return candidate
 
 
-def write(state: State, topic: str, content: str, summary: str, pin: bool = False, replace_body: bool = False) -> tuple[State, str]:
+def write(
+    state: State, topic: str, content: str, summary: str, pin: bool = False,
+    replace_body: bool = False, bodies: bool = True,
+) -> tuple[State, str]:
     topic = topic.strip()
     filename = _filename_for(state, topic)
     old = state.file(filename)
-    sections = (content,) if old is None or replace_body else (*old.sections, content)
+    if not bodies:
+        sections: tuple[str, ...] = ()  # result kinds never depend on bodies
+    elif old is None or replace_body:
+        sections = (content,)
+    else:
+        sections = (*old.sections, content)
     new = state.with_file(filename, Topic(topic, summary, sections))
     index = list(new.index)
     current = new.entry_for(filename)
@@ -167,8 +175,12 @@ def pin(state: State, topic: str, on: bool) -> tuple[State, str]:
     return replace(state, index=index), "pinned" if on else "unpinned"
 
 
-def apply(state: State, op: str, args: dict[str, Any]) -> tuple[State, str]:
-    """One protocol op on the model: the next state and the expected result kind."""
+def apply(state: State, op: str, args: dict[str, Any], bodies: bool = True) -> tuple[State, str]:
+    """One protocol op on the model: the next state and the expected result kind.
+
+    ``bodies=False`` keeps topic bodies out of the state, for searches that only compare
+    result kinds (the linearizability checker): states then stay small and cheap to hash.
+    """
     if op == "write_memory":
         return write(
             state,
@@ -177,6 +189,7 @@ def apply(state: State, op: str, args: dict[str, Any]) -> tuple[State, str]:
             str(args.get("summary", "")),
             bool(args.get("pin", False)),
             args.get("mode") == "replace" or args.get("overwrite") is True,
+            bodies,
         )
     if op == "remove_memory":
         return remove(state, str(args["topic"]))

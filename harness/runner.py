@@ -60,6 +60,7 @@ class Outcome:
     reason: str = ""
     answers: list[Answer | None] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    op_seconds: float = 0.0  # time inside the scenario's own operations (the rest is overhead)
 
 
 def first_difference(expected: bytes, actual: bytes) -> str:
@@ -273,6 +274,7 @@ class Worker:
                 t0 = time.monotonic()
                 answer = driver.call(step["op"], substitute(step.get("args", {}), names))
                 elapsed = time.monotonic() - t0
+                outcome.op_seconds += elapsed
                 outcome.answers.append(answer)
                 expect = substitute(step.get("expect", {}), names)
                 outcome.failures += check_answer(i, step, answer, expect, elapsed, driver, self.strict)

@@ -327,7 +327,14 @@ def to_code_units(s: str) -> str:
 
 
 _JSON_ESCAPES: Final = {
-    '"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
 }
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _DIGITS: Final = frozenset("0123456789")
@@ -365,14 +372,14 @@ class _V8JsonParser:
             return JsonSyntaxError(f'"{self.src}" is not valid JSON')
         pos, n = self.i, self.n
         if n < 2 * _CONTEXT + 1:
-            text = f'Unexpected token \'{c}\', "{self.src}" is not valid JSON'
+            text = f"Unexpected token '{c}', \"{self.src}\" is not valid JSON"
         elif pos < _CONTEXT:
-            text = f'Unexpected token \'{c}\', "{self.src[: pos + _CONTEXT]}"... is not valid JSON'
+            text = f"Unexpected token '{c}', \"{self.src[: pos + _CONTEXT]}\"... is not valid JSON"
         elif pos < n - _CONTEXT:
             ctx = self.src[pos - _CONTEXT : pos + _CONTEXT]
-            text = f'Unexpected token \'{c}\', ..."{ctx}"... is not valid JSON'
+            text = f"Unexpected token '{c}', ...\"{ctx}\"... is not valid JSON"
         else:
-            text = f'Unexpected token \'{c}\', ..."{self.src[pos - _CONTEXT :]}" is not valid JSON'
+            text = f"Unexpected token '{c}', ...\"{self.src[pos - _CONTEXT :]}\" is not valid JSON"
         return JsonSyntaxError(join_surrogates(text))
 
     # --- scanning -----------------------------------------------------------------------

@@ -7,7 +7,6 @@ the schemas and a validator for them.  The command talks to the user through a `
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +65,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         },
     },
 }
+COMMAND_NAME = "memory"
 COMMAND_DESCRIPTION = (
     "Memory: show the index, store text, consolidate, pin <topic>, unpin <topic>, "
     "remove <topic>, search <query>"
@@ -253,14 +253,16 @@ def browse(store: Store, ui: CommandUi, title: str, initial: list[IndexEntry]) -
         entry = entries[i]
         if key == "enter":
             key = _detail(store, ui, entry) or ""
-        act: dict[str, Callable[[], None]] = {
-            "p": lambda: ui.notify(
-                store.execute_pin_memory(entry.filename, not entry.pinned), "info"
-            ),
-            "r": lambda: _remove_confirmed(store, ui, entry.name, entry.filename),
-        }
-        if key in act:
-            act[key]()
+        if key in ("p", "r") and entry.filename not in _indexed_filenames(store):
+            continue  # the entry vanished while the UI was open: drop the pending action
+        if key == "p":
+            ui.notify(store.execute_pin_memory(entry.filename, not entry.pinned), "info")
+        elif key == "r":
+            _remove_confirmed(store, ui, entry.name, entry.filename)
+
+
+def _indexed_filenames(store: Store) -> set[str]:
+    return {e.filename for e in store.read_index_entries()}
 
 
 def _detail(store: Store, ui: CommandUi, entry: IndexEntry) -> str | None:

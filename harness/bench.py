@@ -1,0 +1,346 @@
+"""Benchmarks (``make bench``): every comparison measured side by side in one run (issue 7).
+
+Each workload runs in its own subprocess (so its peak RSS is its own) and prints one JSON
+object; the orchestrator renders ``benchmarks/RESULTS.md`` with median, min and max over the
+rounds, and ratios computed from figures of the same run on the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference import Store
+from reference.clock import ControlledClock, parse_instant
+
+from .peers import PeerSpec, configured_peers, start_driver
+from .sandbox import Sandbox
+
+ROUNDS = 5
+NOW = parse_instant("2026-08-07T01:02:50Z")
+
+
+@dataclass
+class Series:
+    """Seconds per round of one measured thing; ``per`` ops per round."""
+
+    name: str
+    seconds: list[float] = field(default_factory=list)
+    per: int = 1
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def ops_per_s(self) -> float:
+        return self.per / self.median if self.median else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "seconds": self.seconds, "per": self.per}
+
+
+def timed(fn: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# --- index seeding -------------------------------------------------------------------------
+
+
+def seed_store(root: Path, entries: int, directory: str = "agent/memory") -> list[str]:
+    """A store of ``entries`` topics written directly (fast), valid for every implementation."""
+    d = root / directory
+    d.mkdir(parents=True, exist_ok=True)
+    (root / "agent" / "memory.jsonc").write_text('{"stale_after_days": 0}\n')
+    names = [f"Topic {i:05d}" for i in range(entries)]
+    lines = ["# Memory Index", "", ""]
+    for i, name in enumerate(names):
+        fname = f"topic-{i:05d}.md"
+        (d / fname).write_text(
+            f'---\nmetadata:\n  node_type: memory\nname: "{name}"\ndescription: "s"\n'
+            f"last_updated: 2026-08-07T01:02:50+00:00\ncreated: 2026-08-07T01:02:50+00:00\n---\n\nbody {i}\n"
+        )
+        lines.append(f"- [{name}]({fname}) 2026-08-07T01:02:50+00:00 -- summary of {name}")
+    (d / "MEMORY.md").write_text("\n".join(lines))
+    return names
+
+
+def _write_args(names: list[str], n: int) -> list[tuple[str, dict[str, Any]]]:
+    return [("write_memory", {"topic": names[i % len(names)], "content": f"c{i}", "summary": "s"}) for i in range(n)]
+
+
+def _pin_args(names: list[str], n: int) -> list[tuple[str, dict[str, Any]]]:
+    return [("pin_memory", {"topic": names[i % len(names)], "pin": (i // len(names)) % 2 == 0}) for i in range(n)]
+
+
+def _remove_args(names: list[str], n: int) -> list[tuple[str, dict[str, Any]]]:
+    return [("remove_memory", {"topic": names[i]}) for i in range(n)]
+
+
+# --- W0: the floor ------------------------------------------------------------------------------
+
+
+def floor_op(d: Path, topic_bytes: bytes, index_bytes: bytes, k: int) -> None:
+    """What a write cannot avoid: lock create+unlink, two fsync'd temp-then-rename publishes."""
+    lock = d / ".lock"
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    os.write(fd, b"1\t2\t3")
+    os.close(fd)
+    for name, data in (("topic.md", topic_bytes), ("MEMORY.md", index_bytes)):
+        tmp = d / f"{name}.tmp-{k}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        os.rename(tmp, d / name)
+    os.unlink(lock)
+
+
+def w0_floor(entries: int, ops: int) -> Series:
+    s = Series(f"floor@{entries}", per=ops)
+    index = ("# Memory Index\n\n" + "\n".join(f"- [Topic {i:05d}](topic-{i:05d}.md) 2026-08-07T01:02:50+00:00 -- summary of Topic {i:05d}" for i in range(entries))).encode()
+    topic = b"---\nname: \"x\"\n---\n\n" + b"body\n" * 20
+    for _ in range(ROUNDS):
+        d = Path(tempfile.mkdtemp(prefix="memconform-floor-"))
+        s.seconds.append(timed(lambda: [floor_op(d, topic, index, k) for k in range(ops)] and None))
+        shutil.rmtree(d)
+    return s
+
+
+# --- W1: store ops ---------------------------------------------------------------------------
+
+
+def _in_process(root: Path) -> Callable[[str, dict[str, Any]], object]:
+    sb = Sandbox(root)
+    store = Store(sb.env(), clock=ControlledClock(NOW), diagnostics=lambda _line: None)
+    calls: dict[str, Callable[..., object]] = {
+        "write_memory": lambda a: store.execute_write_memory(a["topic"], a["content"], a["summary"]),
+        "pin_memory": lambda a: store.execute_pin_memory(a["topic"], a["pin"]),
+        "remove_memory": lambda a: store.execute_remove_memory(a["topic"]),
+    }
+    return lambda op, args: calls[op](args)
+
+
+def run_phase(impl: str, entries: int, script_for: Callable[[list[str]], list[tuple[str, dict[str, Any]]]], name: str) -> Series:
+    """Median over rounds of one phase; each round on a freshly seeded store."""
+    series: Series | None = None
+    for _ in range(ROUNDS):
+        root = Path(tempfile.mkdtemp(prefix="memconform-bench-"))
+        (root / "agent").mkdir()
+        (root / "home").mkdir()
+        names = seed_store(root, entries)
+        script = script_for(names)
+        series = series or Series(name, per=len(script))
+        if impl == "reference":
+            call = _in_process(root)
+            series.seconds.append(timed(lambda: [call(op, a) for op, a in script] and None))
+        else:
+            spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
+            with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60) as d:
+                d.call("set_clock", {"now": "2026-08-07T01:02:50Z", "mode": "frozen", "tz": "UTC"})
+                series.seconds.append(timed(lambda: [d.call(op, a) for op, a in script] and None))
+        shutil.rmtree(root, ignore_errors=True)
+    assert series is not None
+    return series
+
+
+def w1(impls: list[str], ops: int = 1000) -> list[Series]:
+    out = []
+    for impl in impls:
+        out.append(run_phase(impl, 300, lambda n: _write_args(n, ops), f"{impl}:write"))
+        out.append(run_phase(impl, 300, lambda n: _pin_args(n, ops), f"{impl}:pin"))
+        out.append(run_phase(impl, 300 + ops, lambda n: _remove_args(n, ops), f"{impl}:remove"))
+    return out
+
+
+def w1_curve(impls: list[str], ops: int = 200) -> list[Series]:
+    out = []
+    for entries in (10, 100, 300, 1000):
+        out.append(w0_floor(entries, ops))
+        for impl in impls:
+            out.append(run_phase(impl, entries, lambda n: _write_args(n, ops), f"{impl}:write@{entries}"))
+    return out
+
+
+def syscalls_per_write(impl: str, entries: int = 300, ops: int = 100) -> dict[str, float]:
+    """``strace -c -f`` over a serve/driver run, minus a run with no ops, per op."""
+    if shutil.which("strace") is None:
+        return {}
+
+    def count(n: int) -> dict[str, int]:
+        root = Path(tempfile.mkdtemp(prefix="memconform-strace-"))
+        (root / "agent").mkdir()
+        (root / "home").mkdir()
+        names = seed_store(root, entries)
+        out = root / "strace.txt"
+        spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
+        wrapper = ["strace", "-f", "-c", "-o", str(out)]
+        with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60, wrapper=wrapper) as d:
+            for op, a in _write_args(names, n):
+                d.call(op, a)
+        calls: dict[str, int] = {}
+        for line in out.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 5 and parts[-1].isidentifier() and parts[3].isdigit():
+                calls[parts[-1]] = int(parts[3])
+            elif len(parts) >= 4 and parts[-1].isidentifier() and parts[2].isdigit():
+                calls[parts[-1]] = int(parts[2])
+        shutil.rmtree(root, ignore_errors=True)
+        return calls
+
+    base, loaded = count(0), count(ops)
+    per = {k: (loaded.get(k, 0) - base.get(k, 0)) / ops for k in loaded}
+    per = {k: round(v, 2) for k, v in per.items() if v > 0.05}
+    per["total"] = round(sum(per.values()), 1)
+    return per
+
+
+# --- W3: writers ----------------------------------------------------------------------------
+
+
+def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
+    from .writers import interop
+
+    rows = []
+    for n in (1, 2, 4, 8, 16):
+        rates, busy, lost, dup = [], [], 0, 0
+        for r in range(rounds):
+            res = interop([PeerSpec("python")], writers=n, ops=ops, seed=r, check_budget=30)
+            rates.append(res.total_ops / res.seconds)
+            busy.append(res.busy_share)
+            lost += len(res.lost)
+            dup += len(res.duplicated)
+        rows.append({"writers": n, "ops_per_s": rates, "busy_share": busy, "lost": lost, "duplicated": dup})
+    return rows
+
+
+# --- W4: history checking ---------------------------------------------------------------------
+
+
+def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[Any]:
+    """A linearizable history: ops applied to the model in a random order, with overlapping
+    intervals around their linearization points (so the checker has real choices)."""
+    from . import model
+    from .history import Op
+
+    rng = random.Random(seed)
+    names = [f"Topic {chr(65 + i)}{i}" for i in range(topics)]
+    state = model.State()
+    ops: list[Op] = []
+    t = 0
+    for i in range(n_ops):
+        topic = rng.choice(names)
+        roll = rng.random()
+        if roll < 0.6:
+            op, args = "write_memory", {"topic": topic, "content": f"c{i}", "summary": "s"}
+        elif roll < 0.8:
+            op, args = "remove_memory", {"topic": topic}
+        else:
+            op, args = "pin_memory", {"topic": topic, "pin": rng.random() < 0.5}
+        state, kind = model.apply(state, op, args)
+        point = t + 10
+        text = {
+            "created": f'Created memory topic "{topic}" (x.md).', "updated": f'Updated memory topic "{topic}" (x.md).',
+            "removed": f'Removed "{topic}" from the index. Topic file is preserved on disk.',
+            "not_found": f'No entry found matching "{topic}".', "no_index": "No memory index found.",
+            "pinned_refused": f'Cannot remove "{topic}" — it is pinned.', "pinned": f'Pinned "{topic}".',
+            "unpinned": f'Unpinned "{topic}".', "already_pinned": f'"{topic}" is already pinned.',
+            "already_unpinned": f'"{topic}" is already unpinned.',
+        }[kind]
+        ops.append(Op(i, f"p{i % writers}", op, args, point - rng.randint(1, 15), point + rng.randint(1, 15), "ok", text))
+        t += 10
+    return ops
+
+
+def w4() -> list[Series]:
+    from .linearize import check
+
+    out = []
+    for n, partition in ((1000, True), (10000, True), (100000, True), (1000, False)):
+        s = Series(f"{n // 1000}k ops {'partitioned' if partition else 'whole store'}", per=n)
+        for r in range(ROUNDS):
+            ops = synthetic_history(n, 8 if partition else 3, 16, r)
+            t0 = time.perf_counter()
+            verdict = check(ops, budget_s=120, partition=partition, shrink=False)
+            s.seconds.append(time.perf_counter() - t0)
+            assert verdict.status == "linearizable", verdict.summary()
+        out.append(s)
+    return out
+
+
+# --- W5: the corpus ------------------------------------------------------------------------
+
+
+def w5() -> list[Series]:
+    """Corpus wall time, serial and parallel, and the per-scenario overhead over its own ops."""
+    from .runner import run_all
+    from .scenarios import discover
+
+    scenarios = discover()
+    out = []
+    overhead = Series("per-scenario overhead (wall - op time), serial", per=1)
+    for parallel in (1, 2):
+        s = Series(f"corpus --parallel {parallel}", per=len(scenarios))
+        for _ in range(ROUNDS):
+            t0 = time.perf_counter()
+            outcomes = run_all(PeerSpec("python"), scenarios, parallel=parallel)
+            s.seconds.append(time.perf_counter() - t0)
+            if parallel == 1:
+                overhead.seconds.append(statistics.median(o.seconds - o.op_seconds for o in outcomes))
+        out.append(s)
+    return [*out, overhead]
+
+
+# --- orchestration -----------------------------------------------------------------------------
+
+
+def impls() -> list[str]:
+    found = ["reference", "serve"]
+    found += [p.name for p in configured_peers() if p.kind == "pi"]
+    return found
+
+
+WORKLOADS: dict[str, Callable[[], Any]] = {
+    "w0": lambda: [w0_floor(300, 1000).as_dict()],
+    "w1": lambda: [s.as_dict() for s in w1(impls())],
+    "w1_curve": lambda: [s.as_dict() for s in w1_curve(impls())],
+    "w1_syscalls": lambda: {i: syscalls_per_write(i) for i in impls() if i != "reference"},
+    "w3": w3,
+    "w4": lambda: [s.as_dict() for s in w4()],
+    "w5": lambda: [s.as_dict() for s in w5()],
+}
+
+
+def run_workload(name: str) -> dict[str, Any]:
+    """Run one workload in a subprocess; its result with the peak RSS of it and its children."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.bench", name], capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _main_workload(name: str) -> None:
+    data = WORKLOADS[name]()
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"data": data, "rss_kb": self_kb, "children_rss_kb": child_kb}))
+
+
+if __name__ == "__main__":
+    _main_workload(sys.argv[1])
