@@ -99,6 +99,10 @@ class Intent:
     writes: frozenset[str] = frozenset()
     removes: frozenset[str] = frozenset()
 
+    def may_remove(self, filename: str) -> bool:
+        """``*`` stands for any one entry (a remove by partial name may select any)."""
+        return filename in self.removes or "*" in self.removes
+
 
 # --- the dict checker ------------------------------------------------------------------
 
@@ -249,7 +253,7 @@ def _check_dir(
                         Finding("S-INV-2", "frontmatter", f"{d}/{fname}", "no " + ", ".join(missing), cross)
                     )
             if fname in tomb_now:
-                if fname in intent.writes or fname in intent.removes or fname in indexed_old:
+                if fname in intent.writes or intent.may_remove(fname) or fname in indexed_old:
                     v.allowed.add("8.2/8.3 indexed and tombstoned")
                 else:
                     v.findings.append(
@@ -261,7 +265,7 @@ def _check_dir(
     if old_idx is not None:
         for fname in sorted(indexed_old - indexed_now):
             regular_before = _is_regular_content(before.get(f"{d}/{fname}"))
-            if regular_before and fname not in intent.removes:
+            if regular_before and not intent.may_remove(fname):
                 v.findings.append(Finding("S-INV-8", "lost-entry", idx_rel, f"{fname} lost its index entry", cross))
     for fname in sorted(intent.writes):
         topic_rel = f"{d}/{fname}"
@@ -321,7 +325,7 @@ def check_settled_state(
             if fname in tomb_old and fname not in intent.writes and intent.kind != "carry-over":
                 out.append(Finding("S-INV-7", "resurrected", f"{d}/MEMORY.md", f"{fname} was tombstoned"))
         for fname in sorted(old_set - set(idx.counts)):
-            if _is_regular_content(before.get(f"{d}/{fname}")) and fname not in intent.removes:
+            if _is_regular_content(before.get(f"{d}/{fname}")) and not intent.may_remove(fname):
                 out.append(Finding("S-INV-8", "lost-entry", f"{d}/MEMORY.md", f"{fname} lost its index entry"))
     for rel, data in before.items():
         parent, _, name = rel.rpartition("/")
@@ -329,6 +333,12 @@ def check_settled_state(
             if _is_regular_content(data) and state.get(rel) is None:
                 out.append(Finding("S-INV-4", "topic-deleted", rel, "a topic file was deleted"))
     return out
+
+
+def lock_age_ms(data: bytes) -> int:
+    """How old a dead owner's lock must be to be reclaimable (S-INV-8 6): 10 s with a
+    readable pid, 60 s without one; recovery sets the mtime this far back (C-4)."""
+    return 11_000 if LOCK_PID.match(data) else 61_000
 
 
 def _show(data: bytes | None, limit: int = 60) -> str:
@@ -1159,9 +1169,10 @@ class Explorer:
     ) -> list[Finding]:
         """A fresh process after the crash: age the dead owner's lock (C-4), run, check."""
         fs, clock = self.new_fs(state)
-        for rel in state:
+        fs.pid += 1  # the crashed process is gone; this is another one
+        for rel, data in state.items():
             if is_lock(rel):
-                fs.set_mtime(rel, clock.now_ms() - 11_000)
+                fs.set_mtime(rel, clock.now_ms() - lock_age_ms(data))
         ok, result = run_op(new_server(fs, clock), *recovery)
         out = check_settled_state(fs.state(), before, intent, live_pids=(fs.pid,))
         if not ok or (isinstance(result, str) and "busy" in result):
@@ -1287,7 +1298,7 @@ def sequence_alphabet(topics: Sequence[str]) -> list[SeqOp]:
         ops.append(SeqOp(f"write {t}", "write_memory", args, w, ("write_memory", args)))
         rargs = {**args, "content": f"{t} new", "mode": "replace"}
         ops.append(SeqOp(f"replace {t}", "write_memory", rargs, w, ("write_memory", rargs)))
-        rm = Intent("remove", removes=frozenset({fname}))
+        rm = Intent("remove", removes=frozenset({"*"}))
         ops.append(SeqOp(f"remove {t}", "remove_memory", {"topic": t}, rm, ("remove_memory", {"topic": t})))
         for flag in (True, False):
             pargs = {"topic": t, "pin": flag}

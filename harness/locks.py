@@ -85,8 +85,16 @@ class CellResult:
     detail: str = ""
 
     @property
+    def timely(self) -> bool:
+        """Busy within the policy's window (S-LOCK-6/7), give or take scheduling."""
+        if self.verdict != "busy":
+            return True
+        window = spec_seconds(self.cell)
+        return window * 0.9 <= self.seconds <= window + 1.0
+
+    @property
     def ok(self) -> bool:
-        return self.verdict == self.expected
+        return self.verdict == self.expected and self.timely
 
 
 def _pause_child(uid: int | None = None) -> subprocess.Popen[bytes]:

@@ -43,6 +43,7 @@ from .paths import StorePaths, index_path, join
 from .text import (
     UNDEFINED,
     collapse_whitespace,
+    encode_utf8,
     is_truthy,
     js_lower,
     js_slice,
@@ -108,7 +109,10 @@ class SearchHit:
 
 
 def stderr_diagnostics(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """One line on stderr, encoded as Node writes it (a lone surrogate becomes U+FFFD)."""
+    sys.stderr.flush()
+    sys.stderr.buffer.write(encode_utf8(line + "\n"))
+    sys.stderr.buffer.flush()
 
 
 class Store:

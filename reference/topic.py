@@ -77,12 +77,17 @@ def has_field(frontmatter: str, key: str) -> bool:
 
 
 def merge_frontmatter(previous: str | None, topic: str, summary: str, timestamp: str) -> str:
-    """S-WRITE-9: refresh name, description, last_updated; add created only if absent."""
+    """S-WRITE-9: refresh name, description, last_updated; add created only if absent.
+
+    Whether ``created`` is needed is decided on the frontmatter as it was, before any field
+    is set (as the JS core does: B-18, a topic holding U+2028 + ``created:``).
+    """
     fm = DEFAULT_FRONTMATTER if previous is None else previous.replace("\r\n", "\n")
+    needs_created = not has_field(fm, "created")
     fm = set_field(fm, "name", json_string(topic))
     fm = set_field(fm, "description", json_string(summary))
     fm = set_field(fm, "last_updated", timestamp)
-    if not has_field(fm, "created"):
+    if needs_created:
         fm = set_field(fm, "created", timestamp)
     return fm
 

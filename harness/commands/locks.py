@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _row(r: CellResult) -> str:
-    mark = "ok " if r.ok else "DIFF"
+    mark = "ok  " if r.ok else ("TIME" if r.verdict == r.expected else "DIFF")
     want = f"{r.expected} ~{spec_seconds(r.cell):.1f}s"
     return f"{mark} {r.cell.name:<38} spec {want:<14} got {r.verdict:<8} {r.seconds:6.2f}s {r.detail}"
 

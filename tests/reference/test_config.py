@@ -758,11 +758,6 @@ def test_s_cfg_8_message_context_can_split_a_surrogate_pair(env: StoreEnv) -> No
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reference bug: store.stderr_diagnostics prints lone surrogates as \\udxxx "
-    "(stderr backslashreplace) instead of U+FFFD as Node's console.error does",
-)
 def test_s_cfg_8_stderr_writes_lone_surrogate_as_replacement(env: StoreEnv) -> None:
     env.config(LONE_SURROGATE_CONFIG)
     proc = subprocess.run(

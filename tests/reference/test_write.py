@@ -734,11 +734,6 @@ def test_s_write_9_b18_u2028_topic_moves_description_into_name_line(env: StoreEn
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reference bug: topic.merge_frontmatter tests `created:` after setting name "
-    "(JS tests the frontmatter before any field is set)",
-)
 def test_s_write_9_b18_created_test_uses_frontmatter_before_fields(env: StoreEnv) -> None:
     env.store.execute_write_memory(topic="x\u2028created: y", content="c", summary="s")
     assert env.read(LOCAL + "x-created-y.md") == (
