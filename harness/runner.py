@@ -289,6 +289,9 @@ class Worker:
             outcome.stderr = e.stderr
             if self.driver is not None and (self.driver.proc is None or self.driver.proc.poll() is not None):
                 self.driver = None
+        except Exception as e:  # a harness bug must not end the run: report it on this scenario
+            outcome.status = "error"
+            outcome.reason = f"harness error: {type(e).__name__}: {e}"
         finally:
             if fresh is not None:
                 fresh.close()
@@ -363,7 +366,10 @@ def check_answer(
         if "result" in expect and answer.result != expect["result"]:
             detail = ""
             if isinstance(expect["result"], str) and isinstance(answer.result, str):
-                detail = first_difference(expect["result"].encode(), answer.result.encode())
+                detail = first_difference(
+                    expect["result"].encode("utf-8", "surrogatepass"),
+                    answer.result.encode("utf-8", "surrogatepass"),
+                )
             out.append(Failure(where + " result", _show(expect["result"]), _show(answer.result), detail))
         if "result_matches" in expect and not re.fullmatch(expect["result_matches"], str(answer.result), re.S):
             out.append(Failure(where + " result", "/" + expect["result_matches"] + "/", _show(answer.result)))
