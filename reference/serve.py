@@ -28,7 +28,7 @@ from .index import parse_index_line, to_slug
 from .session import Session
 from .store import Store
 from .text import UNDEFINED, json_parse, to_js_json, to_string
-from .tools import execute_tool, validate_params
+from .tools import ScriptedUi, execute_tool, run_command, validate_params
 
 IMPL = "memconform-reference"
 VERSION = "0.1.0"
@@ -43,6 +43,18 @@ def _arg(args: Args, key: str, default: object = UNDEFINED) -> object:
 def _rules(store: Store, args: Args) -> Rules:
     given = args.get("rules", UNDEFINED)
     return store.parse_rules() if given is UNDEFINED else Rules.from_js(dict(given))
+
+
+def memory_command(store: Store, args: Args) -> list[dict[str, Any]]:
+    """``/memory «args»`` against a scripted UI; the interactions, in order (S-TOOLS-6..13)."""
+    ui = ScriptedUi(
+        idle=bool(args.get("idle", True)),
+        confirms=[bool(x) for x in args.get("confirm", [])],
+        browses=[None if x is None else (str(x[0]), int(x[1])) for x in args.get("browse", [])],
+        details=[None if x is None else str(x) for x in args.get("detail", [])],
+    )
+    run_command(store, ui, to_string(_arg(args, "args", "")))
+    return ui.events
 
 
 class Server:
@@ -110,6 +122,7 @@ class Server:
             "get_memory_index": lambda a: store.get_memory_index(),
             "reset_carry_over": lambda a: store.reset_carry_over(),
             "tool": lambda a: execute_tool(store, str(a["name"]), dict(a.get("params", {}))),
+            "memory_command": lambda a: memory_command(store, a),
         }
 
     def hello(self, args: Args) -> object:

@@ -7,7 +7,7 @@ the schemas and a validator for them.  The command talks to the user through a `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .compaction import build_consolidation_prompt
@@ -277,3 +277,47 @@ def _detail(store: Store, ui: CommandUi, entry: IndexEntry) -> str | None:
         meta.append("stale")
     actions = ["unpin" if entry.pinned else "pin", "remove", "Back"]
     return ui.detail(_title(entry.name), body, " · ".join(meta), actions)
+
+
+@dataclass
+class ScriptedUi:
+    """A ``CommandUi`` that answers from a script and records every interaction.
+
+    Drives ``/memory`` headless (the peer protocol's ``memory_command`` op, tests): answers are
+    consumed in order; a missing confirm answer is a dismissal (cancel), a missing browse or
+    detail answer is escape/back.
+    """
+
+    idle: bool = True
+    confirms: list[bool] = field(default_factory=list)
+    browses: list[tuple[str, int] | None] = field(default_factory=list)
+    details: list[str | None] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def notify(self, text: str, level: str) -> None:
+        self.events.append({"notify": text, "level": level})
+
+    def confirm(self, title: str, hint: str, choices: tuple[str, str]) -> bool:
+        answer = self.confirms.pop(0) if self.confirms else False
+        self.events.append({"confirm": title, "hint": hint, "choices": list(choices), "answer": answer})
+        return answer
+
+    def send_user_message(self, text: str, follow_up: bool) -> None:
+        self.events.append({"send": text, "followUp": follow_up})
+
+    def is_idle(self) -> bool:
+        return self.idle
+
+    def browse(self, title: str, items: list[tuple[str, str]]) -> tuple[str, int] | None:
+        answer = self.browses.pop(0) if self.browses else None
+        self.events.append(
+            {"browse": title, "items": [list(i) for i in items], "answer": list(answer) if answer else None}
+        )
+        return answer
+
+    def detail(self, title: str, body: str, metadata: str, actions: list[str]) -> str | None:
+        answer = self.details.pop(0) if self.details else None
+        self.events.append(
+            {"detail": title, "body": body, "metadata": metadata, "actions": actions, "answer": answer}
+        )
+        return answer
