@@ -209,7 +209,7 @@ def test_s_fmt_6_crlf_entry_rerendered_without_cr_b7(env: StoreEnv) -> None:
     env.put(IDX, "# Memory Index\r\n\r\n- [C](c.md) 2026-08-01 -- crlf\r\nprose\r\n")
     env.store.execute_write_memory("N", "n", "s")
     assert env.read(IDX) == (
-        "# Memory Index\r\n\r\n- [C](c.md) 2026-08-01 -- crlf\nprose\r\n\n" f"- [N](n.md) {TS} -- s"
+        f"# Memory Index\r\n\r\n- [C](c.md) 2026-08-01 -- crlf\nprose\r\n\n- [N](n.md) {TS} -- s"
     )
 
 
@@ -750,6 +750,9 @@ def test_s_idx_8_ambiguous_then_exact() -> None:
 
 def test_s_idx_8_rules() -> None:
     got = find_index_entry(LOOKUP, "ZETA-ONE.MD")
+    assert isinstance(got, Found) and got.index == 1
+    # an exact filename match beats an earlier substring match
+    got = find_index_entry(["- [Beta](xa.md) x", "- [Alpha](a.md) y"], "A.MD")
     assert isinstance(got, Found) and got.index == 1
     got = find_index_entry(LOOKUP, "one")
     assert isinstance(got, Found) and got.index == 1

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,7 @@ def run_promptly(fn: Callable[[], object], fifo: str, timeout: float = 5.0) -> d
     def target() -> None:
         try:
             box["result"] = fn()
-        except BaseException as e:  # noqa: BLE001 - reported to the test
+        except Exception as e:
             box["error"] = e
 
     t = threading.Thread(target=target, daemon=True)
@@ -217,9 +218,10 @@ def test_s_io_2_refusals(d: Path) -> None:
     assert e.value.message == f"ENOENT: no such file or directory, open '{d / 'missing'}'"
     for name in ["fifo", "sub"]:
         path = str(d / name)
-        box = run_promptly(lambda p=path: store_read(fs, p), str(d / "fifo"))
+        box = run_promptly(partial(store_read, fs, path), str(d / "fifo"))
         err = box.get("error")
-        assert isinstance(err, UnsafeFileError) and err.message == f"Unsafe non-regular file: {path}"
+        assert isinstance(err, UnsafeFileError)
+        assert err.message == f"Unsafe non-regular file: {path}"
     # configuration reads may follow symlinks, but still only to regular files
     assert store_read(fs, str(d / "link"), follow=True) == "data"
     os.symlink(d / "fifo", d / "fifolink")
@@ -229,7 +231,9 @@ def test_s_io_2_refusals(d: Path) -> None:
 
 def test_s_io_2_decoding(d: Path) -> None:
     p = d / "t.md"
-    p.write_bytes(b"\xef\xbb\xbfA\xc3 \xed\xa0\x80 \xc0\xaf \xf0\x9f\x98\x80 \xf4\x90\x80\x80 B\xe2\x82")
+    p.write_bytes(
+        b"\xef\xbb\xbfA\xc3 \xed\xa0\x80 \xc0\xaf \xf0\x9f\x98\x80 \xf4\x90\x80\x80 B\xe2\x82"
+    )
     assert store_read(Fs(), str(p)) == (
         "\ufeffA\ufffd \ufffd\ufffd\ufffd \ufffd\ufffd \U0001f600 \ufffd\ufffd\ufffd\ufffd B\ufffd"
     )
@@ -319,7 +323,8 @@ def test_s_io_3_search_never_sees_past_the_bound(env: StoreEnv) -> None:
 def test_s_io_3_topic_display_marks_truncation(env: StoreEnv) -> None:
     env.put("agent/memory/big.md", b"x" * 51199 + "é".encode())
     assert env.store.read_topic_content("big.md") == (
-        "x" * 51199
+        "x"
+        * 51199
         + "\ufffd\n\n<!-- memory truncated: topic exceeds size limit; read the file directly for "
         "the full body -->"
     )
@@ -371,7 +376,7 @@ def test_s_io_4_unsafe_targets_refused(d: Path) -> None:
     for name in ["fifo.md", "dir.md", "link.md", "dangling.md"]:
         target = str(d / name)
         fs = RecordingFs()
-        box = run_promptly(lambda t=target, f=fs: atomic_write(f, t, "x"), str(d / "fifo.md"))
+        box = run_promptly(partial(atomic_write, fs, target, "x"), str(d / "fifo.md"))
         err = box.get("error")
         assert isinstance(err, UnsafeFileError), name
         assert err.message == f"Unsafe non-regular file: {target}"
@@ -590,9 +595,8 @@ def test_s_io_8_lock_created_in_place_and_only_temps_fsynced(env: StoreEnv) -> N
     assert len(lock_opens) == 2  # exclusive creation, then the release read
     _, flags, mode = lock_opens[0]
     assert flags & os.O_CREAT and flags & os.O_EXCL and mode == 0o666
-    assert [c for c in fs.calls if c[0] == "write" and c[1][0] == lock][0][1][1].startswith(
-        f"{os.getpid()}\t".encode()
-    )
+    token_write = next(c for c in fs.calls if c[0] == "write" and c[1][0] == lock)
+    assert token_write[1][1].startswith(f"{os.getpid()}\t".encode())
     for name, args in fs.calls:
         if name in ("rename", "link"):
             assert args[1] != lock

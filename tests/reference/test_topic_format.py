@@ -85,10 +85,31 @@ def test_s_fmt_9_lone_surrogate_escaped_in_description(env: StoreEnv) -> None:
     env.store.execute_write_memory("Emoji", "c", "a" * 499 + "\U0001f600")
     raw = env.sandbox.path("agent/memory/emoji.md").read_bytes()
     assert raw.endswith(
-        b"a" * 60 + b'\\ud83d"\nlast_updated: ' + TS.encode() + b"\ncreated: " + TS.encode()
+        b"a" * 60
+        + b'\\ud83d"\nlast_updated: '
+        + TS.encode()
+        + b"\ncreated: "
+        + TS.encode()
         + b"\n---\n\nc\n"
     )
     assert env.sandbox.path(IDX).read_bytes().endswith(b" -- " + b"a" * 499 + b"\xef\xbf\xbd")
+
+
+def test_s_fmt_9_b18_fields_after_u2028_in_topic(env: StoreEnv) -> None:
+    # JS core: "created" is decided on the original frontmatter, then the first line-start
+    # "created:" (here inside the name's line, after U+2028) is what gets replaced.
+    assert env.store.execute_write_memory("X\u2028created: bad", "c", "s") == (
+        'Created memory topic "X\u2028created: bad" (x-created-bad.md).'
+    )
+    assert env.read("agent/memory/x-created-bad.md") == (
+        '---\nmetadata:\n  node_type: memory\nname: "X\u2028created: '
+        f'{TS}\ndescription: "s"\nlast_updated: {TS}\n---\n\nc\n'
+    )
+    env.store.execute_write_memory("Y\u2028description: d", "c", "s")
+    assert env.read("agent/memory/y-description-d.md") == (
+        '---\nmetadata:\n  node_type: memory\nname: "Y\u2028description: "s"\n'
+        f"last_updated: {TS}\ncreated: {TS}\n---\n\nc\n"
+    )
 
 
 def test_s_fmt_9_replace_keeps_created_and_other_fields(env: StoreEnv) -> None:
@@ -192,9 +213,7 @@ def test_s_fmt_10_name_probe_needs_no_eol_after_closing_dashes(env: StoreEnv) ->
     assert env.store.execute_write_memory("U", "d", "s") == 'Created memory topic "U" (u-2.md).'
     assert env.read("agent/memory/t.md") == DEFAULT_FM + "---\nname: T\n---\n## 2026-08-07\n\nc\n"
     assert env.read("agent/memory/u.md") == "---\nname: Other\n---\n"
-    assert env.read(IDX) == (
-        f"# Memory Index\n\n\n- [T](t.md) {TS} -- s\n- [U](u-2.md) {TS} -- s"
-    )
+    assert env.read(IDX) == (f"# Memory Index\n\n\n- [T](t.md) {TS} -- s\n- [U](u-2.md) {TS} -- s")
 
 
 # --- S-FMT-12 HANDOFF.md ----------------------------------------------------------------
@@ -222,7 +241,9 @@ def test_s_fmt_12_preamble_counts_as_a_section(env: StoreEnv) -> None:
     )
     env.put("agent/HANDOFF.md", "preamble text\n## old (x)\n\n- old")
     env.store.write_handoff(assistant("did a"), "manual", 2)
-    assert env.read("agent/HANDOFF.md") == f"## old (x)\n\n- old\n\n\n## {TS} (manual)\n\n- did a\n\n"
+    assert env.read("agent/HANDOFF.md") == (
+        f"## old (x)\n\n- old\n\n\n## {TS} (manual)\n\n- did a\n\n"
+    )
 
 
 def test_s_fmt_12_blank_preamble_is_not_a_section(env: StoreEnv) -> None:
