@@ -25,6 +25,7 @@ from typing import Any
 from reference.clock import local_iso, parse_instant
 from reference.config import strip_jsonc
 
+from .inject import scenario_fault, scenario_wrapper, strace_unavailable
 from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox, snapshot
@@ -125,18 +126,23 @@ class Worker:
             names["PID"] = str(driver.pid)
         return names
 
-    def _start(self, env_overrides: dict[str, str] | None = None) -> Driver:
+    def _start(self, env_overrides: dict[str, str] | None = None, wrapper: list[str] | None = None) -> Driver:
         env = self.sandbox.env()
         cwd = str(self.sandbox.root)
         if env_overrides:
             env.update(substitute(env_overrides, self._names(None)))
-        driver = start_driver(self.spec, env, cwd=cwd, timeout=self.timeout, validate=self.validate)
+        driver = start_driver(
+            self.spec, env, cwd=cwd, timeout=self.timeout, validate=self.validate, wrapper=wrapper
+        )
         self.impl = str(driver.hello.get("impl", self.spec.kind))
         self.version = str(driver.hello.get("version", ""))
         return driver
 
     def _driver_for(self, sc: Scenario) -> tuple[Driver, bool]:
         """The persistent driver (reset), or a fresh one for scenarios that need it."""
+        fault = scenario_fault(sc.data)  # a regression's syscall fault: a fresh driver under strace
+        if fault is not None:
+            return self._start(sc.data.get("env"), scenario_wrapper(fault, str(self.sandbox.root))), True
         if sc.needs_fresh_process:
             return self._start(sc.data.get("env")), True
         if self.driver is not None and self.driver.proc is not None and self.driver.proc.poll() is None:
@@ -233,13 +239,11 @@ class Worker:
         elif op == "plant_lock":
             p.parent.mkdir(parents=True, exist_ok=True)
             age = float(args.get("age_seconds", 0))
-            created = self.now_ms() - int(age * 1000)
-            if "content" in args:
-                content = args["content"]
-            else:
-                pid = args.get("pid", "dead")
+            pid = args.get("pid", "dead")
+            if "content" not in args:  # spawning the dead pid takes time: stamp afterwards
                 pid = driver.pid if pid == "self" else dead_pid() if pid == "dead" else pid
-                content = f"{pid}\t{created}\tplanted"
+            created = self.now_ms() - int(age * 1000)
+            content = args["content"] if "content" in args else f"{pid}\t{created}\tplanted"
             p.write_bytes(content.encode("utf-8"))
             os.utime(p, (created / 1000, created / 1000))
 
@@ -250,6 +254,9 @@ class Worker:
         outcome = Outcome(sc, self.spec.name, "pass")
         fresh: Driver | None = None
         try:
+            if scenario_fault(sc.data) is not None and (why := strace_unavailable()):
+                outcome.status, outcome.reason = "skip", why
+                return outcome
             self._wipe()
             names = self._names(None)
             self._given(sc, names)

@@ -91,9 +91,26 @@ class Fs:
             raise NodeError(e.errno, "mkdir", path) from None
 
     def scandir(self, path: str) -> list[str]:
-        """Entry names sorted by their raw bytes, as libuv's scandir returns them (S-IO-7)."""
-        names = _call("scandir", lambda: os.listdir(path), path)
-        return sorted(names, key=os.fsencode)
+        """Entry names sorted by their raw bytes, decoded as Node decodes them (S-IO-7).
+
+        A name that is not valid UTF-8 comes back with U+FFFD, so it may name another file
+        or none at all, exactly as ``readdirSync`` in the JS core.
+        """
+        names = _call("scandir", lambda: os.listdir(os.fsencode(path)), path)
+        return [decode_utf8(n) for n in sorted(names)]
+
+    def regular_names(self, path: str) -> set[str]:
+        """Names of the regular files in a directory from one listing (no stat per entry).
+
+        Index maintenance asks "is this entry's file regular?" for every entry; one listing
+        answers it for all of them, as ``lstat`` would, without a syscall per entry.
+        """
+
+        def listing() -> set[str]:
+            with os.scandir(path) as it:
+                return {e.name for e in it if e.is_file(follow_symlinks=False)}
+
+        return _call("scandir", listing, path)
 
     def kill(self, pid: int, sig: int) -> None:
         _call("kill", lambda: os.kill(pid, sig))

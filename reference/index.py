@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,10 @@ class IndexLine:
     rest: str
 
     @property
+    def length(self) -> int:
+        return len(self.prefix) + len(self.name) + len(self.mid) + len(self.rest)
+
+    @property
     def pinned(self) -> bool:
         return PIN_TOKEN in self.rest
 
@@ -61,6 +66,7 @@ def is_safe_filename(name: str) -> bool:
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_index_line(line: str) -> IndexLine | None:
     """S-IDX-1: an entry with a safe filename, else None."""
     m = _ENTRY.match(line)
@@ -85,6 +91,7 @@ def render_entry(name: str, filename: str, pinned: bool, timestamp: str, summary
 # --- dates (S-FMT-11) -----------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)
 def find_date(rest: str) -> str | None:
     m = _DATE.search(rest)
     return m.group(1) if m else None
@@ -156,7 +163,12 @@ def maintain_index(
     now_ms: int,
     is_regular: Callable[[str], bool],
 ) -> list[str]:
-    """S-IDX-4/5: drop orphans and non-best duplicates, then restamp what remains."""
+    """S-IDX-4/5: drop orphans and non-best duplicates, then restamp what remains.
+
+    Each filename keeps exactly one best line (its index is unique), so pass 2 emits a line
+    iff it is its filename's best.  A line whose REST is unchanged and that carried nothing
+    after REST is emitted as it was, without rebuilding the string.
+    """
     parsed = [parse_index_line(line) for line in lines]
     best: dict[str, tuple[int, str]] = {}
     regular: dict[str, bool] = {}
@@ -164,26 +176,26 @@ def maintain_index(
         if entry is None:
             continue
         fname = entry.filename
-        if fname not in regular:
-            regular[fname] = is_regular(fname)
-        if not regular[fname]:
+        ok = regular.get(fname)
+        if ok is None:
+            ok = regular[fname] = is_regular(fname)
+        if not ok:
             continue
         key = find_date(entry.rest) or ""
         held = best.get(fname)
         if held is None or key > held[1]:
             best[fname] = (i, key)
+    chosen = {i for i, _ in best.values()}
     out: list[str] = []
-    emitted: set[str] = set()
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
         if entry is None:
             out.append(line)
-            continue
-        held = best.get(entry.filename)
-        if held is None or held[0] != i or entry.filename in emitted:
-            continue
-        emitted.add(entry.filename)
-        rest = restamp(entry.rest, stale_after_days, now_ms)
-        out.append(entry.prefix + entry.name + entry.mid + rest)
+        elif i in chosen:
+            rest = restamp(entry.rest, stale_after_days, now_ms)
+            if rest == entry.rest and len(line) == entry.length:  # the match began at 0
+                out.append(line)
+            else:
+                out.append(entry.prefix + entry.name + entry.mid + rest)
     return out
 
 

@@ -207,7 +207,18 @@ class Store:
         return with_lock(self.fs, self.clock, directory, self.is_shared(directory), fn)
 
     def _is_regular_in(self, directory: str) -> Callable[[str], bool]:
-        return lambda filename: is_regular_file(self.fs, join(directory, filename))
+        """S-IO-1 for many entries: one directory listing, taken on the first question."""
+        listed: list[set[str]] = []
+
+        def is_regular(filename: str) -> bool:
+            if not listed:
+                try:
+                    listed.append(self.fs.regular_names(directory))
+                except NodeError:
+                    listed.append(set())  # an unlistable directory has no regular files
+            return filename in listed[0]
+
+        return is_regular
 
     def _maintain(self, lines: list[str], directory: str) -> list[str]:
         """S-IDX-7: maintenance with a fresh configuration read."""
