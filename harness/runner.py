@@ -243,7 +243,7 @@ class Worker:
             if "content" not in args:  # spawning the dead pid takes time: stamp afterwards
                 pid = driver.pid if pid == "self" else dead_pid() if pid == "dead" else pid
             created = self.now_ms() - int(age * 1000)
-            content = args["content"] if "content" in args else f"{pid}\t{created}\tplanted"
+            content = args.get("content", f"{pid}\t{created}\tplanted")
             p.write_bytes(content.encode("utf-8"))
             os.utime(p, (created / 1000, created / 1000))
 

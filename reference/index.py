@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import JsTypeError
 from .text import UNDEFINED, WS_CLASS, js_lower, trim
