@@ -247,6 +247,7 @@ def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[
     for i in range(n_ops):
         topic = rng.choice(names)
         roll = rng.random()
+        args: dict[str, Any]
         if roll < 0.6:
             op, args = "write_memory", {"topic": topic, "content": f"c{i}", "summary": "s"}
         elif roll < 0.8:

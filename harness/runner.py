@@ -555,7 +555,7 @@ def run_differential(
     on_result: Callable[[Scenario, list[Failure]], None] | None = None,
 ) -> list[tuple[Scenario, list[Failure]]]:
     wa, wb = Worker(a, timeout=timeout), Worker(b, timeout=timeout)
-    results = []
+    results: list[tuple[Scenario, list[Failure]]] = []
     try:
         for sc in scenarios:
             oa, ob = wa.run(sc), wb.run(sc)
