@@ -277,9 +277,9 @@ def _check_dir(
         elif now_idx is not None and old_idx is not None and now_idx.line_of(fname) == old_idx.line_of(fname):
             v.allowed.add("8.1 stale index metadata")
     for rel, data in before.items():
-        if rel.startswith(d + "/") and "/" not in rel[len(d) + 1 :] and rel.endswith((".md", ".MD")):
-            if rel != idx_rel and _is_regular_content(data) and state.get(rel) is None:
-                v.findings.append(Finding("S-INV-4", "topic-deleted", rel, "a topic file was deleted", cross))
+        in_dir = rel.startswith(d + "/") and "/" not in rel[len(d) + 1 :] and rel.endswith((".md", ".MD"))
+        if in_dir and rel != idx_rel and _is_regular_content(data) and state.get(rel) is None:
+            v.findings.append(Finding("S-INV-4", "topic-deleted", rel, "a topic file was deleted", cross))
     if intent.kind == "carry-over" and d == SHARED_REL:
         local = next((x for x in store_dirs(state) if x != SHARED_REL), None)
         changed = any(state.get(r) != before.get(r) for r in state if r.startswith(d + "/") and not is_temp(r) and not is_lock(r))
@@ -303,7 +303,7 @@ def check_settled_state(
     for rel, data in sorted(state.items()):
         if is_lock(rel) and rel.rsplit("/", 1)[0] in STORE_DIRS:
             m = LOCK_PID.match(data)
-            if m is None or int(m.group(1)) in live_pids or before.get(rel) is None and not live_pids:
+            if m is None or int(m.group(1)) in live_pids or (before.get(rel) is None and not live_pids):
                 out.append(Finding("S-INV-2", "lock-left", rel, f"lock {_show(data)} left behind"))
         elif is_temp(rel) and rel not in before:
             pid = re.search(r"\.tmp-(\d+)-", rel)
@@ -329,10 +329,122 @@ def check_settled_state(
                 out.append(Finding("S-INV-8", "lost-entry", f"{d}/MEMORY.md", f"{fname} lost its index entry"))
     for rel, data in before.items():
         parent, _, name = rel.rpartition("/")
-        if parent in STORE_DIRS and name.lower().endswith(".md") and name != "MEMORY.md":
-            if _is_regular_content(data) and state.get(rel) is None:
-                out.append(Finding("S-INV-4", "topic-deleted", rel, "a topic file was deleted"))
+        is_topic = parent in STORE_DIRS and name.lower().endswith(".md") and name != "MEMORY.md"
+        if is_topic and _is_regular_content(data) and state.get(rel) is None:
+            out.append(Finding("S-INV-4", "topic-deleted", rel, "a topic file was deleted"))
     return out
+
+
+BEST_EFFORT = frozenset({"retire", "carry-over", "config"})  # never raise (S-RETIRE-5, S-MIGRATE-2, S-CFG-8)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a fault was injected: the call, its path relative to the sandbox, and whether
+    an ``open`` creates the file (a lock's creation vs. its release read)."""
+
+    call: str
+    path: str
+    creates: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.call}({self.path}{', O_CREAT' if self.creates else ''})"
+
+
+def judge_fault(
+    intent: Intent,
+    site: Site,
+    before: Mapping[str, bytes],
+    completed: Mapping[str, bytes],
+    after: Mapping[str, bytes],
+    ok: bool,
+    result: object,
+) -> Verdict:
+    """An operation that met an injected error: it fails and leaves the store as it was
+    (S-WRITE-13 rollback), or absorbs the fault and completes, or — only when a rollback step
+    itself failed — raises AggregateError with every file individually complete (S-INV-8 8).
+    Best-effort operations (retirement, carry-over, configuration) never raise and may stop
+    in any allowed crash state.  The lock is released in every case (S-LOCK-9), except that a
+    failed release is ignored by design (S-LOCK-5, reported as a weakness)."""
+    v = Verdict()
+    site_is_lock = is_lock(site.path)
+    for rel in sorted(after):
+        if is_lock(rel) and before.get(rel) is None:
+            if site_is_lock and (site.call.startswith("write") or site.creates):
+                v.findings.append(Finding("A-13", "lock-left", rel, f"{_show(after[rel])} left after {site}"))
+            elif site_is_lock:
+                v.findings.append(
+                    Finding("S-LOCK-5", "lock-left", rel, f"release failed at {site}; the live owner blocks", "weakness")
+                )
+            else:
+                v.findings.append(Finding("S-LOCK-9", "lock-left", rel, f"lock not released after {site}"))
+        elif is_temp(rel) and before.get(rel) is None:
+            if site.call.startswith("unlink") and is_temp(site.path):
+                v.allowed.add("8.5 leftover temporary")
+            else:
+                v.findings.append(Finding("S-IO-4", "temporary-left", rel, f"not removed after {site}"))
+
+    def differs(a: Mapping[str, bytes], b: Mapping[str, bytes]) -> list[str]:
+        # directories created on the way to the lock are not part of the rollback (S-PATH-8)
+        keys = set(a) | set(b)
+        return sorted(
+            k for k in keys
+            if not is_temp(k) and not is_lock(k) and a.get(k) != b.get(k) and SNAPSHOT_DIR not in (a.get(k), b.get(k))
+        )
+
+    vs_before, vs_done = differs(after, before), differs(after, completed)
+    kind = result.get("kind") if isinstance(result, dict) else None
+    if site.path.endswith("memory.jsonc") and not site.creates and vs_done:
+        # S-CFG-8: an unreadable configuration is the fallback record, so the operation ran
+        # in local mode whatever ``shared_dir`` says (S-PATH-4): conformant, but a hazard.
+        v.findings.append(Finding(
+            "S-CFG-8", "config-fallback", ", ".join(vs_done),
+            f"{site} failed: defaults used, the op ran against another store ({_show_result(result)})", "weakness",
+        ))
+        return v
+    if intent.kind in BEST_EFFORT:
+        if not ok:
+            v.findings.append(Finding("S-ERR-5", "raised", site.path, f"best-effort {intent.kind} raised {result!r}"))
+        crash = check_crash_state(after, before, published_versions(before, completed), intent)
+        v.allowed |= crash.allowed
+        v.findings += crash.findings
+        if vs_before and vs_done:
+            v.allowed.add("stopped part way")
+        return v
+    if not ok:
+        if not vs_before:
+            v.allowed.add("failed and rolled back")
+        elif kind == "AggregateError" and all(after.get(k) in (before.get(k), completed.get(k)) for k in vs_before):
+            v.allowed.add("8.8 rollback failed (AggregateError), files complete")
+        elif not vs_done:
+            v.findings.append(
+                Finding("S-IO-4", "failed-after-commit", ", ".join(vs_before),
+                        f"{kind} at {site} reported although the change is in place", "weakness")
+            )
+        elif intent.kind != "write" and not check_crash_state(
+            after, before, published_versions(before, completed), intent
+        ).violations:
+            v.findings.append(
+                Finding("S-INV-8", "failed-part-way", ", ".join(vs_before),
+                        f"{kind} at {site}; no rollback, an allowed crash state remains", "weakness")
+            )
+        else:
+            v.findings.append(
+                Finding("S-WRITE-13", "partial-update", ", ".join(vs_before), f"failed with {kind} at {site} but changed the store")
+            )
+    elif vs_done:
+        what = "nothing" if not vs_before else ", ".join(vs_done)
+        v.findings.append(
+            Finding("S-WRITE-13", "silent-failure", ", ".join(vs_done), f"answered {_show_result(result)} after {site}; differs: {what}")
+        )
+    else:
+        v.allowed.add("fault absorbed, completed")
+    return v
+
+
+def _show_result(result: object) -> str:
+    text = repr(result)
+    return text if len(text) < 80 else text[:80] + "…"
 
 
 def lock_age_ms(data: bytes) -> int:
@@ -445,6 +557,7 @@ class Call:
     name: str
     path: str
     effect: int  # number of effects recorded before this call
+    creates: bool = False
 
     def __str__(self) -> str:
         return f"{self.name}({self.path})"
@@ -524,8 +637,8 @@ class MemFs(Fs):
 
     # --- recording --------------------------------------------------------------------------
 
-    def _touch(self, name: str, path: str) -> None:
-        self.calls.append(Call(name, path, len(self.effects)))
+    def _touch(self, name: str, path: str, creates: bool = False) -> None:
+        self.calls.append(Call(name, path, len(self.effects), creates))
         if self.fail is not None and len(self.calls) == self.fail[0]:
             raise NodeError(self.fail[1], name, path if name not in ("write", "fsync") else None)
 
@@ -591,7 +704,7 @@ class MemFs(Fs):
 
     def open(self, path: str, flags: int, mode: int = 0o666) -> int:
         path = self._norm(path)
-        self._touch("open", path)
+        self._touch("open", path, bool(flags & os.O_CREAT))
         self._parent_ok(path, "open")
         exists = path in self.tree.names
         writable = bool(flags & (os.O_WRONLY | os.O_RDWR))
@@ -1224,6 +1337,51 @@ class Explorer:
             self.result.sequences += 1
             self.explore(rec, sop.intent, sop.recovery, f"[{name}] " + " ; ".join([*done, sop.label]))
             self._dfs(child, clock, start, alphabet, [*done, sop.label], depth - 1, name)
+
+
+ERRNOS: dict[str, int] = {
+    "ENOSPC": errno_mod.ENOSPC,
+    "EIO": errno_mod.EIO,
+    "EACCES": errno_mod.EACCES,
+    "EINTR": errno_mod.EINTR,
+}
+
+
+@dataclass
+class FaultReport:
+    """Outcomes of one op with an error injected at each store-touching call."""
+
+    case: str
+    runs: int = 0
+    allowed: Counter[str] = field(default_factory=Counter)
+    findings: list[tuple[str, Finding]] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [f"{self.case}: {self.runs} faulted runs, {len(self.findings)} findings"]
+        lines += [f"    allowed {k}: {n}" for k, n in sorted(self.allowed.items())]
+        lines += [f"    {where}: {f}" for where, f in self.findings]
+        return "\n".join(lines)
+
+
+def fault_case(case: OpCase, errnos: Sequence[str] = tuple(ERRNOS)) -> FaultReport:
+    """In-process ``--errors`` through the Fs seam: each errno at each store-touching call."""
+    files = case.files("python")
+    fs, clock = Explorer.new_fs(files)
+    before = fs.state()
+    run_op(new_server(fs, clock), case.op, case.args)
+    completed, calls = fs.state(), list(fs.calls)
+    report = FaultReport(case.name)
+    for k, call in enumerate(calls, 1):
+        site = Site(call.name, call.path.replace(ROOT + "/", ""), call.creates)
+        for name in errnos:
+            fs, clock = Explorer.new_fs(files)
+            fs.fail = (k, ERRNOS[name])
+            ok, result = run_op(new_server(fs, clock), case.op, case.args)
+            verdict = judge_fault(case.intent, site, before, completed, fs.state(), ok, result)
+            report.runs += 1
+            report.allowed.update(verdict.allowed)
+            report.findings += [(f"{name} at call {k} {site}", f) for f in verdict.findings]
+    return report
 
 
 def _torn_variants(snap: _Tree) -> Iterator[tuple[State, str]]:

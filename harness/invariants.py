@@ -6,6 +6,7 @@ guarantee an implementation lost, not just that "something differs".
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -104,12 +105,60 @@ def frontmatter_complete(directory: Path) -> list[Violation]:
     return out
 
 
+def names_match(directory: Path) -> list[Violation]:
+    """Issue 4: an indexed topic's frontmatter ``name`` is its index entry's name."""
+    lines = _index_lines(directory)
+    if lines is None:
+        return []
+    out = []
+    for p in map(parse_index_line, lines):
+        if p is None:
+            continue
+        try:
+            text = (directory / p.filename).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        m = re.search(r"^name: (.*)$", text.split("\n---", 1)[0], re.M)
+        if m is None:
+            continue
+        try:
+            name = json.loads(m.group(1))
+        except ValueError:
+            name = m.group(1)
+        if name != p.name:
+            out.append(Violation("S-WRITE-9", str(directory / p.filename), f"name {name!r} but indexed as {p.name!r}"))
+    return out
+
+
+def not_tombstoned(directory: Path) -> list[Violation]:
+    """S-INV-7 at quiescence: no indexed entry is listed in ``.ocl-removed``.
+
+    Allowed after a crash (S-INV-8.2/8.3) and after A-5's duplicate lines, so it is not
+    among the default checks; interop runs without crashes use it.
+    """
+    lines = _index_lines(directory)
+    try:
+        removed = set((directory / ".ocl-removed").read_text("utf-8", "replace").split("\n"))
+    except OSError:
+        return []
+    if lines is None:
+        return []
+    return [
+        Violation("S-INV-7", str(directory / "MEMORY.md"), f"{p.filename} is indexed and tombstoned")
+        for p in map(parse_index_line, lines)
+        if p is not None and p.filename in removed
+    ]
+
+
 CHECKS = {
     "leftovers": no_leftovers,
     "unique": unique_filenames,
     "regular": entries_regular,
     "frontmatter": frontmatter_complete,
+    "names": names_match,
+    "tombstones": not_tombstoned,
 }
+ALL_CHECKS = tuple(CHECKS)
 DEFAULT_CHECKS = ("leftovers", "unique", "regular")
 
 

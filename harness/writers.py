@@ -17,15 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reference import to_slug
+
 from . import model
 from .history import History
-from .invariants import Violation, check_sandbox
+from .invariants import ALL_CHECKS, Violation, check_sandbox
 from .linearize import Verdict, check
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox
 
 Script = list[tuple[str, dict[str, Any]]]
 TOPICS = ("Alpha Notes", "Bravo Config", "Charlie Host", "Delta Keys", "Echo Paths", "Foxtrot Env")
+# Case variants and slug collisions: name matching, suffixes and lookups all come into play
+# (the history is then checked as one store, not per topic).
+ADVERSARIAL_TOPICS = ("Alpha Notes", "alpha notes", "Alpha Notes!", "Bravo", "bravo config", "Bravo Config")
 
 
 def generate_script(rng: random.Random, writer: str, n_ops: int, topics: tuple[str, ...] = TOPICS) -> Script:
@@ -154,8 +159,8 @@ _TOKEN = re.compile(r"tok-w\d+-\d+")
 def lost_and_duplicated(history: History, sandbox: Sandbox, shared: bool) -> tuple[list[str], list[str]]:
     """Acknowledged append tokens missing from their topic file, and tokens present twice.
 
-    A token may legitimately vanish only if a replace-mode write of the same topic started
-    after the append was invoked.
+    A token may legitimately vanish only if a replace-mode write that can reach the same file
+    (same slug or same case-folded name) started before the append completed.
     """
     store = sandbox.shared_dir if shared else sandbox.local_dir
     bodies = {p.name: p.read_text("utf-8", "replace") for p in Path(store).glob("*.md") if p.name != "MEMORY.md"}
@@ -167,8 +172,10 @@ def lost_and_duplicated(history: History, sandbox: Sandbox, shared: bool) -> tup
             continue
         token = str(op.args["content"])
         topic = op.args["topic"]
+        family = {to_slug(topic), topic.strip().lower()}
         replaced_later = any(
-            o.op == "write_memory" and o.args.get("mode") == "replace" and o.args["topic"] == topic
+            o.op == "write_memory" and o.args.get("mode") == "replace"
+            and family & {to_slug(o.args["topic"]), str(o.args["topic"]).strip().lower()}
             and o.type != "fail" and (o.end is None or o.end > op.start)
             for o in ops
         )
@@ -191,6 +198,7 @@ def interop(
     check_budget: float = 10.0,
     progress: Callable[[list[WriterStats]], None] | None = None,
     sandbox: Sandbox | None = None,
+    topics: tuple[str, ...] = TOPICS,
 ) -> InteropResult:
     own = sandbox is None
     sb = sandbox or Sandbox.create()
@@ -198,9 +206,9 @@ def interop(
         if shared:
             prepare_shared(sb)
         rng = random.Random(seed)
-        scripts = [generate_script(rng, f"w{i}", ops) for i in range(writers)]
+        scripts = [generate_script(rng, f"w{i}", ops, topics) for i in range(writers)]
         history, stats, seconds, errors = run_writers(peers, scripts, sb, timeout=timeout, progress=progress)
-        violations = check_sandbox(sb.root)
+        violations = check_sandbox(sb.root, ALL_CHECKS)
         lost, dup = lost_and_duplicated(history, sb, shared)
         verdict = check(history.ops(), budget_s=check_budget)
         return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors)

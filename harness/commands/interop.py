@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..peers import PeerSpec
-from ..writers import WriterStats, interop
+from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, interop
 from .common import add_impl_arguments
 
 NAME = "interop"
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ops", type=int, default=100, help="ops per writer")
     p.add_argument("--shared", action="store_true", help="write the shared store (~/.agents/memory)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--adversarial", action="store_true", help="case variants and slug collisions")
     p.add_argument("--check-budget", type=float, default=10.0, help="linearizability budget (s)")
     p.add_argument("--history", type=Path, default=Path("reports/interop-history.jsonl"))
 
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     result = interop(
         peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
         timeout=args.timeout, check_budget=args.check_budget, progress=_progress,
+        topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
     )
     print(file=sys.stderr)
     result.history.save(args.history)

@@ -9,7 +9,7 @@ import pytest
 
 from harness.linearize import LINEARIZABLE
 from harness.peers import PeerSpec, configured_peers
-from harness.writers import generate_script, interop
+from harness.writers import ADVERSARIAL_TOPICS, generate_script, interop
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["local", "shared"])
@@ -20,6 +20,13 @@ def test_s_lock_10_eight_reference_writers_lose_nothing(shared: bool) -> None:
     assert result.lost == [] and result.duplicated == []
     assert result.violations == []
     assert result.verdict is not None and result.verdict.status == LINEARIZABLE, result.verdict.summary()
+
+
+def test_s_write_6_adversarial_topics_stay_linearizable_on_reference() -> None:
+    result = interop([PeerSpec("python")], writers=8, ops=25, seed=5, topics=ADVERSARIAL_TOPICS)
+    assert result.lost == [] and result.violations == []
+    assert result.verdict is not None and not result.verdict.partitioned
+    assert result.verdict.status == LINEARIZABLE, result.verdict.summary()
 
 
 def test_scripts_are_reproducible_from_the_seed() -> None:

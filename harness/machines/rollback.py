@@ -1,0 +1,399 @@
+"""Every mutating operation with an injected failure at a chosen ``Fs`` call (S-WRITE-13).
+
+Before each faulted step the sandbox is copied to a twin, where the same operation runs
+without faults through a counting ``Fs``: that fixes the number N of mutating calls (open for
+writing, write, fsync, close of a written descriptor, rename, link, unlink, mkdir) and the
+fault-free outcome.  The real store then runs it with a ``NodeError`` raised at call k ≤ N
+(and, sometimes, a second one a few calls later, inside the rollback).  Invariants:
+
+* the operation raised → the whole tree equals its state before the operation, apart from
+  what SPEC allows a failed operation to leave (the created memory directory, S-PATH-8; a
+  shared removal's tombstone written before its index, S-REMOVE-4 / S-INV-8.3; a lock whose
+  release failed, S-LOCK-5; temporaries whose own cleanup failed);
+* it raised ``AggregateError`` → a second fault hit the rollback, and every file is complete:
+  its version before or its fault-free version after (S-WRITE-13, S-INV-8.8);
+* it returned → the result and the tree equal the twin's (the fault hit a call whose errors
+  SPEC ignores, or recap retirement turned it into a diagnostic, S-RETIRE-5).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, precondition, rule
+
+from reference.clock import ControlledClock, parse_instant
+from reference.errors import AggregateJsError, NodeError
+from reference.fs import Fs
+from reference.store import Store
+from reference.text import decode_utf8, encode_utf8
+
+from ..invariants import check_store
+from ..sandbox import Sandbox, snapshot
+from ..scenarios import DEFAULT_NOW
+from . import strategies as S
+from .base import Machine, guarded
+
+NOW_MS = parse_instant(DEFAULT_NOW)
+ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+TOPICS = ("Alpha", "alpha", "Beta", "Gamma Delta", "Zeta One", "Zeta Two")
+LOOKUPS = (*TOPICS, "Zeta", "last-session-recap.md", "missing")
+STORE_DIRS = ("agent/memory", "home/.agents/memory")
+
+
+@dataclass
+class Call:
+    n: int
+    syscall: str
+    path: str | None
+
+
+@dataclass
+class FaultFs(Fs):
+    """An ``Fs`` that numbers its mutating calls and fails the armed ones with an errno."""
+
+    calls: list[Call] = field(default_factory=list)
+    faults: dict[int, int] = field(default_factory=dict)
+    fired: list[tuple[Call, int]] = field(default_factory=list)
+    _paths: dict[int, str] = field(default_factory=dict)  # descriptors opened for writing
+
+    def _tick(self, syscall: str, path: str | None, dest: str | None = None, *, after: Callable[[], None] | None = None) -> None:
+        call = Call(len(self.calls) + 1, syscall, path)
+        self.calls.append(call)
+        err = self.faults.get(call.n)
+        if err is None:
+            return
+        self.fired.append((call, err))
+        if after is not None:
+            after()  # a failing close still releases the descriptor (Linux)
+        raise NodeError(err, syscall, None if syscall in ("write", "fsync", "close") else path, dest)
+
+    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
+        if not flags & _WRITE_FLAGS:
+            return super().open(path, flags, mode)
+        self._tick("open", path)
+        fd = super().open(path, flags, mode)
+        self._paths[fd] = path
+        return fd
+
+    def write(self, fd: int, data: bytes) -> int:
+        self._tick("write", self._paths.get(fd))
+        return super().write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self._tick("fsync", self._paths.get(fd))
+        super().fsync(fd)
+
+    def close(self, fd: int) -> None:
+        path = self._paths.pop(fd, None)
+        if path is None:
+            return super().close(fd)
+        done = False
+
+        def really_close() -> None:
+            nonlocal done
+            done = True
+            Fs.close(self, fd)
+
+        self._tick("close", path, after=really_close)
+        if not done:
+            super().close(fd)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._tick("rename", src, dst)
+        super().rename(src, dst)
+
+    def link(self, src: str, dst: str) -> None:
+        self._tick("link", src, dst)
+        super().link(src, dst)
+
+    def unlink(self, path: str) -> None:
+        self._tick("unlink", path)
+        super().unlink(path)
+
+    def mkdir(self, path: str) -> None:
+        self._tick("mkdir", path)
+        super().mkdir(path)
+
+
+def _is_temp(rel: str) -> bool:
+    return ".tmp-" in rel.rsplit("/", 1)[-1]
+
+
+class RollbackMachine(Machine):
+    """Faulted write/remove/pin/retire: the store is left as it was, or as SPEC allows."""
+
+    NAME = "rollback"
+    CLAUSES = ("S-WRITE-13", "S-INV-8")
+    EXAMPLES_SCALE = 0.8
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sandbox = Sandbox.create()
+        self.clock = ControlledClock(NOW_MS)
+        self.fs = FaultFs()
+        self.diagnostics: list[str] = []
+        self.store = Store(self.sandbox.env(), fs=self.fs, clock=self.clock, diagnostics=self.diagnostics.append)
+        self.shared = False
+        self.recorder.tags.append("needs-fault-injection")
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.sandbox.root, ignore_errors=True)
+
+    @property
+    def root(self) -> Path:
+        return self.sandbox.root
+
+    def _active_rel(self) -> str:
+        return STORE_DIRS[1] if self.shared else STORE_DIRS[0]
+
+    def _config(self) -> bytes:
+        return b'{"shared_dir": %s}' % (b"true" if self.shared else b"false")
+
+    # --- clean steps (they build the state the faulted ones start from) ----------------
+
+    @initialize()
+    @guarded
+    def configure(self) -> None:
+        (self.root / "agent/memory.jsonc").write_bytes(self._config())
+        self.recorder.given_file("agent/memory.jsonc", self._config())
+        self.executed("configure")
+
+    @rule(topic=st.sampled_from(TOPICS), summary=st.sampled_from(("s", "use [pin] flag", "other")), pin=st.booleans())
+    @guarded
+    def clean_write(self, topic: str, summary: str, pin: bool) -> None:
+        args = {"topic": topic, "content": "clean", "summary": summary, "pin": pin}
+        result = self.store.execute_write_memory(topic, "clean", summary, pin)
+        self.recorder.step("write_memory", args, result=result)
+        self.executed("clean_write")
+
+    @rule(kind=st.sampled_from(("toggle-shared", "recap", "invalid-utf8", "crlf", "tombstone")))
+    @guarded
+    def setup(self, kind: str) -> None:
+        """Shared mode, and files a rollback must restore (recaps, non-UTF-8, CRLF, tombstones).
+
+        Toggling lets carry-over complete unfaulted (S-MIGRATE-3), so faulted steps never
+        include a carry-over.
+        """
+        if kind == "toggle-shared":
+            self.shared = not self.shared
+            (self.root / "agent/memory.jsonc").write_bytes(self._config())
+            self.recorder.put_file("agent/memory.jsonc", self._config())
+            self.store.get_memory_dir()
+            self.recorder.step("memory_dir")
+            return self.executed("setup", kind)
+        base = self.root / self._active_rel()
+        base.mkdir(parents=True, exist_ok=True)
+        index = base / "MEMORY.md"
+        if kind == "recap":
+            old = index.read_bytes() if index.exists() else b"# Memory Index\n\n"
+            data = old + b"\n- [Last Session Recap](last-session-recap.md) 2026-08-01 -- recap"
+            self._put(index, data)
+            self._put(base / "last-session-recap.md", b"recap body\n")
+        elif kind == "invalid-utf8":
+            self._put(base / "alpha.md", b"---\nname: \"Alpha\"\n---\n\xff\xfe body \xc3\n")
+        elif kind == "crlf":
+            self._put(base / "beta.md", b"---\r\nname: \"Beta\"\r\ncreated: x\r\n---\r\nbody\r\n")
+        else:
+            self._put(base / ".ocl-removed", b"alpha.md\nbeta.md\n")
+        self.executed("setup", kind)
+
+    def _put(self, path: Path, data: bytes) -> None:
+        path.write_bytes(data)
+        self.recorder.put_file(path.relative_to(self.root).as_posix(), data)
+
+    # --- faulted steps ------------------------------------------------------------------
+
+    @rule(data=st.data(), topic=st.sampled_from(TOPICS), summary=S.summaries, pin=st.booleans(), mode=S.modes)
+    @guarded
+    def write(self, data: st.DataObject, topic: str, summary: str, pin: bool, mode: dict[str, Any]) -> None:
+        args = {"topic": topic, "content": "faulted", "summary": summary, "pin": pin, **mode}
+        self._faulted(data, "write_memory", args, lambda s: s.execute_write_memory(
+            topic, "faulted", summary, pin, mode.get("mode", "append"), mode.get("overwrite", False)))
+
+    @rule(data=st.data(), topic=st.sampled_from(LOOKUPS))
+    @guarded
+    def remove(self, data: st.DataObject, topic: str) -> None:
+        self._faulted(data, "remove_memory", {"topic": topic}, lambda s: s.execute_remove_memory(topic))
+
+    @rule(data=st.data(), topic=st.sampled_from(LOOKUPS), on=st.booleans())
+    @guarded
+    def pin(self, data: st.DataObject, topic: str, on: bool) -> None:
+        self._faulted(data, "pin_memory", {"topic": topic, "pin": on}, lambda s: s.execute_pin_memory(topic, on))
+
+    @precondition(lambda self: any((self.root / d / "MEMORY.md").exists() for d in STORE_DIRS))
+    @rule(data=st.data())
+    @guarded
+    def retire(self, data: st.DataObject) -> None:
+        self._faulted(data, "retire_recaps", {}, lambda s: s.retire_recap_entries())
+
+    def _faulted(self, data: st.DataObject, op: str, args: dict[str, Any], call: Callable[[Store], object]) -> None:
+        before = snapshot(self.root)
+        twin_root = Path(tempfile.mkdtemp(prefix="memconform-twin-"))
+        try:
+            shutil.copytree(self.root, twin_root / "t", symlinks=True)
+            twin = Sandbox(twin_root / "t")
+            counting = FaultFs()
+            twin_store = Store(twin.env(), fs=counting, clock=ControlledClock(self.clock.now_ms()), diagnostics=lambda _: None)
+            twin_result = call(twin_store)
+            twin_after = snapshot(twin.root)
+        finally:
+            shutil.rmtree(twin_root, ignore_errors=True)
+        if not counting.calls:
+            result = call(self.store)
+            self.recorder.step(op, args, result=result)
+            assert result == twin_result
+            return self.executed(op, "no mutating call", ran=False)
+        k = data.draw(st.integers(1, len(counting.calls)), label="fault at call")
+        err = data.draw(st.sampled_from(ERRNOS), label="errno")
+        second = data.draw(st.one_of(st.none(), st.integers(1, 6)), label="second fault after")
+        self.fs.calls, self.fs.fired = [], []
+        self.fs.faults = {k: err} if second is None else {k: err, k + second: errno.EIO}
+        raised: Exception | None = None
+        result: object = None
+        try:
+            result = call(self.store)
+        except Exception as e:
+            raised = e
+        finally:
+            self.fs.faults = {}
+        fired = list(self.fs.fired)
+        fault = f"{counting.calls[k - 1].syscall} #{k} {errno.errorcode[err]}"
+        self.recorder.syscall = fault
+        step = self.recorder.step(op, args)
+        step["note"] = f"fault injected: {fault}" + (f", then EIO {second} calls later" if second else "")
+        after = snapshot(self.root)
+        ctx = _Context(op, self.shared, before, after, twin_after, fired, self._own_pid_prefix())
+        if raised is None:
+            step["expect"] = {"result": result}
+            outcome = self._check_returned(ctx, result, twin_result)
+        elif isinstance(raised, AggregateJsError):
+            step["expect"] = {"error": {"kind": "AggregateError"}}
+            outcome = self._check_aggregate(ctx, raised)
+        else:
+            step["expect"] = {"error": {"kind": "Error", "code": getattr(raised, "code", None)}}
+            outcome = self._check_raised(ctx, raised)
+        self._clear_own_locks(after)
+        self.executed(op, outcome)
+
+    # --- verdicts -----------------------------------------------------------------------
+
+    def _check_raised(self, c: _Context, raised: Exception) -> str:
+        assert isinstance(raised, NodeError), f"{c.op}: unexpected {type(raised).__name__}: {raised}"
+        assert c.fired, f"{c.op} raised {raised} although no fault fired"
+        assert raised.code in {errno.errorcode[e] for _, e in c.fired}, f"{c.op} raised {raised}, not the injected error"
+        labels = c.explain(c.before)
+        return "raised" + "".join(f" +{x}" for x in sorted(labels))
+
+    def _check_aggregate(self, c: _Context, raised: AggregateJsError) -> str:
+        assert len(c.fired) >= 2, f"AggregateError with a single fault: {raised.message}"
+        assert raised.message.startswith("Memory update and rollback failed; inspect "), raised.message
+        for p in sorted(set(c.before) | set(c.after)):
+            got = c.after.get(p)
+            if got in (c.before.get(p), c.twin.get(p)) or c.allowance(p) is not None:
+                continue
+            raise AssertionError(f"after a failed rollback {p} is neither its old nor its new version: {got!r}")
+        return "aggregate"
+
+    def _check_returned(self, c: _Context, result: object, twin_result: object) -> str:
+        assert result == twin_result, f"{c.op} returned {result!r}; without the fault {twin_result!r}"
+        if c.op == "retire_recaps" and any("failed to retire" in d for d in self.diagnostics):
+            self.diagnostics.clear()
+            # S-RETIRE-5: the failing directory is left as it was, the other one is retired
+            labels: set[str] = set()
+            for rel in STORE_DIRS:
+                try:
+                    labels |= c.explain(c.before, rel)
+                except AssertionError:
+                    labels |= c.explain(c.twin, rel)
+            return "diagnostic" + "".join(f" +{x}" for x in sorted(labels))
+        labels = c.explain(c.twin)
+        return "returned" + "".join(f" +{x}" for x in sorted(labels))
+
+    def _own_pid_prefix(self) -> bytes:
+        return f"{self.fs.getpid()}\t".encode()
+
+    def _clear_own_locks(self, after: dict[str, bytes]) -> None:
+        """A lock this process left behind would make every later step busy: remove it."""
+        for rel in STORE_DIRS:
+            data = after.get(f"{rel}/.lock")
+            if data is not None and (data == b"" or data.startswith(self._own_pid_prefix())):
+                (self.root / rel / ".lock").unlink()
+                self.recorder.delete_file(f"{rel}/.lock")
+
+    @invariant()
+    @guarded
+    def no_unexplained_leftovers(self) -> None:
+        assert not self.diagnostics, f"unexpected diagnostics: {self.diagnostics}"
+        for rel in STORE_DIRS:
+            found = [v for v in check_store(self.root / rel, ("leftovers",)) if "temporary" not in v.message]
+            assert not found, "; ".join(map(str, found))
+
+
+@dataclass
+class _Context:
+    """One faulted step: the three snapshots and the faults that fired."""
+
+    op: str
+    shared: bool
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+    twin: dict[str, bytes]
+    fired: list[tuple[Call, int]]
+    own_pid: bytes
+
+    def allowance(self, p: str) -> str | None:
+        """Why ``p`` may differ from the expected tree, or None (SPEC clause in the label)."""
+        got = self.after.get(p)
+        calls = [c for c, _ in self.fired]
+        if got == b"<dir>" and p in ("agent/memory", "home/.agents", "home/.agents/memory"):
+            return "S-PATH-8 directory created"
+        if _is_temp(p) and len(self.fired) >= 2:
+            return "temporary whose cleanup failed"
+        if p.endswith("/.lock") and got is not None and got.startswith(self.own_pid):
+            if any(c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls):
+                return "S-LOCK-5 release failed, lock left"
+            if any(c.syscall == "close" and (c.path or "").endswith("/.lock") for c in calls):
+                return "KNOWN fresh lock left after a failed close (A-13)"
+        if p.endswith("/.lock") and got == b"" and any(
+            c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls
+        ):
+            return "A-13 cleanup failed: empty lock (S-LOCK-3, 60 s)"
+        if p.endswith("/.ocl-removed") and self.shared and self.op in ("remove_memory", "retire_recaps"):
+            if got == self.twin.get(p):
+                return "S-INV-8.3 tombstone before index"
+        if (
+            p.endswith("/MEMORY.md") and self.op == "write_memory" and got == self.twin.get(p)
+            and any(c.syscall == "unlink" and ".tmp-" in (c.path or "") and "/MEMORY.md." in (c.path or "") for c in calls)
+        ):
+            return "KNOWN index kept: its temp cleanup failed after the rename (S-IO-4/S-WRITE-13)"
+        before = self.before.get(p)
+        if before is not None and got == encode_utf8(decode_utf8(before)) and got != before:
+            return "S-WRITE-13 rollback re-encodes PREV"
+        return None
+
+    def explain(self, expected: dict[str, bytes], under: str = "") -> set[str]:
+        """Every difference from ``expected`` must have an allowance; returns their labels."""
+        labels: set[str] = set()
+        for p in sorted(set(expected) | set(self.after)):
+            if not p.startswith(under) or self.after.get(p) == expected.get(p):
+                continue
+            why = self.allowance(p)
+            if why is None:
+                raise AssertionError(
+                    f"{self.op} with fault(s) {[(c.syscall, c.n, c.path) for c, _ in self.fired]}: "
+                    f"{p} is {self.after.get(p)!r}, expected {expected.get(p)!r}"
+                )
+            labels.add(why)
+        return labels
+
+
