@@ -8,16 +8,19 @@ xfail, and a listed deviation that passes fails (the list must stay true).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .deviations import expected_failure, load
-from .peers import PeerSpec, PeerUnavailable
-from .runner import Worker
-from .scenarios import SCENARIOS_DIR, Scenario, discover
+# The harness (and through it the reference) is imported lazily: this module is loaded by
+# every pytest session of an environment where memconform is installed, before coverage starts.
+if TYPE_CHECKING:
+    from .peers import PeerSpec
+    from .runner import Worker
+    from .scenarios import Scenario
 
-_WORKER = pytest.StashKey[dict[str, Worker]]()
+SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+_WORKER = pytest.StashKey[dict[str, "Worker"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,6 +40,9 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.memconform_clause(clause))
 
     def runtest(self) -> None:
+        from .deviations import expected_failure, load
+        from .runner import Worker
+
         workers = self.config.stash.setdefault(_WORKER, {})
         worker = workers.get(self.spec.name)
         if worker is None:
@@ -81,6 +87,9 @@ def pytest_collection_modifyitems(
     impl = config.getoption("--memconform-impl")
     if not impl:
         return
+    from .peers import PeerSpec, PeerUnavailable
+    from .scenarios import discover
+
     try:
         spec = PeerSpec.parse(impl)
     except PeerUnavailable as e:
