@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference import parse_index_line
+from reference.index import IndexLine
 
 TEMP_NAME = re.compile(r"\.tmp-\d+-")
 
@@ -85,19 +86,24 @@ def entries_regular(directory: Path) -> list[Violation]:
     return out
 
 
-def frontmatter_complete(directory: Path) -> list[Violation]:
-    """S-INV-2: indexed topics carry name, description, last_updated and a created line."""
+def _indexed_topics(directory: Path) -> list[tuple[IndexLine, str]]:
+    """Each parseable index entry with its topic file's text (entries without a file skipped)."""
     lines = _index_lines(directory)
-    if lines is None:
-        return []
     out = []
-    for p in map(parse_index_line, lines):
+    for p in map(parse_index_line, lines or []):
         if p is None:
             continue
         try:
-            text = (directory / p.filename).read_bytes().decode("utf-8", "replace")
+            out.append((p, (directory / p.filename).read_bytes().decode("utf-8", "replace")))
         except OSError:
             continue
+    return out
+
+
+def frontmatter_complete(directory: Path) -> list[Violation]:
+    """S-INV-2: indexed topics carry name, description, last_updated and a created line."""
+    out = []
+    for p, text in _indexed_topics(directory):
         head = text.split("\n---", 1)[0]
         for key in ("name:", "description:", "last_updated:", "created:"):
             if f"\n{key}" not in head:
@@ -107,17 +113,8 @@ def frontmatter_complete(directory: Path) -> list[Violation]:
 
 def names_match(directory: Path) -> list[Violation]:
     """Issue 4: an indexed topic's frontmatter ``name`` is its index entry's name."""
-    lines = _index_lines(directory)
-    if lines is None:
-        return []
     out = []
-    for p in map(parse_index_line, lines):
-        if p is None:
-            continue
-        try:
-            text = (directory / p.filename).read_bytes().decode("utf-8", "replace")
-        except OSError:
-            continue
+    for p, text in _indexed_topics(directory):
         m = re.search(r"^name: (.*)$", text.split("\n---", 1)[0], re.M)
         if m is None:
             continue

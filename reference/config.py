@@ -6,6 +6,7 @@ Pure functions only; bootstrap and reading (which touch the disk) live in ``Stor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -106,64 +107,56 @@ DEFAULT_CONFIG_TEXT = """{
 """
 
 
-def strip_jsonc(text: str) -> str:
-    """S-CFG-5: drop ``//`` comments (each with its LF → one LF), then trailing commas."""
+def _outside_strings(text: str, rewrite: Callable[[str, int], tuple[str, int] | None]) -> str:
+    """Copy ``text``, letting ``rewrite`` replace spans that start outside JSON string literals.
+
+    A ``"`` opens or closes a string; inside one a backslash escapes the next character.
+    ``rewrite(text, i)`` returns ``(replacement, next index)`` or None to keep the character.
+    """
     out: list[str] = []
     i, n, in_string = 0, len(text), False
     while i < n:
         ch = text[i]
         if in_string:
-            out.append(ch)
             if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
+                out.append(text[i : i + 2])
                 i += 2
                 continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
-        if ch == '"':
+            in_string = ch != '"'
+        elif ch == '"':
             in_string = True
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "/" and text.startswith("/", i + 1):
-            end = text.find("\n", i)
-            out.append("\n")
-            i = n if end < 0 else end + 1
-            continue
-        out.append(ch)
-        i += 1
-    return _strip_trailing_commas("".join(out))
-
-
-def _strip_trailing_commas(text: str) -> str:
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch == ",":
-            j = i + 1
-            while j < n and is_whitespace(text[j]):
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1
+        else:
+            replaced = rewrite(text, i)
+            if replaced is not None:
+                out.append(replaced[0])
+                i = replaced[1]
                 continue
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _line_comment(text: str, i: int) -> tuple[str, int] | None:
+    """``//`` through the next LF (or the end) becomes one LF."""
+    if not text.startswith("//", i):
+        return None
+    end = text.find("\n", i)
+    return "\n", len(text) if end < 0 else end + 1
+
+
+def _trailing_comma(text: str, i: int) -> tuple[str, int] | None:
+    """A comma whose next non-whitespace character (S-FMT-2 set) closes an object or array."""
+    if text[i] != ",":
+        return None
+    j = i + 1
+    while j < len(text) and is_whitespace(text[j]):
+        j += 1
+    return ("", i + 1) if j < len(text) and text[j] in "}]" else None
+
+
+def strip_jsonc(text: str) -> str:
+    """S-CFG-5: drop ``//`` comments (each with its LF → one LF), then trailing commas."""
+    return _outside_strings(_outside_strings(text, _line_comment), _trailing_comma)
 
 
 class ConfigParseError(Exception):
