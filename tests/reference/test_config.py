@@ -28,27 +28,22 @@ from reference.config import (
     rules_from_text,
     strip_jsonc,
 )
-from reference.fs import Fs
 from reference.serve import Server
 from reference.session import Session
 from reference.store import Store
 from reference.text import json_parse, to_js_json
 from tests.conftest import StoreEnv
+from tests.support import (
+    CONFIG_DIAG,
+    FALLBACK_RULES,
+    REPO,
+    FaultFs,
+    ends,
+    run_python,
+    store_with,
+    temps_in,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-DIAG = "[openpi-memory] memory.jsonc parse failed, using defaults: "
-FALLBACK = {
-    "alwaysPersist": [],
-    "neverPersist": [],
-    "alwaysAsk": [],
-    "maxLines": 300,
-    "staleAfterDays": 180,
-    "injectEveryNTurns": 5,
-    "handoffKeep": 3,
-    "autoResumeAfterThreshold": False,
-    "consolidateOnCompact": False,
-    "sharedDir": False,
-}
 DEFAULT_ALWAYS = [
     "Any issue solved or fixed",
     "User preferences explicitly stated by the user",
@@ -90,26 +85,7 @@ def rules_js(env: StoreEnv) -> dict[str, Any]:
 
 
 def with_(**changes: Any) -> dict[str, Any]:
-    return {**FALLBACK, **changes}
-
-
-def tmp_files(directory: str) -> list[str]:
-    return [n for n in os.listdir(directory) if ".tmp-" in n]
-
-
-def run_python(code: str, env: dict[str, str], cwd: str, timeout: float = 20) -> Any:
-    """Run ``code`` in a fresh interpreter (a fresh process = a fresh store); its JSON output."""
-    env = {**env, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=True,
-    )
-    return json.loads(proc.stdout)
+    return {**FALLBACK_RULES, **changes}
 
 
 PARSE_IN_CHILD = """
@@ -145,15 +121,15 @@ def test_s_cfg_1_missing_file_is_recreated_with_defaults(env: StoreEnv) -> None:
 def test_s_cfg_1_failure_returns_fresh_fallback_with_empty_rule_arrays(env: StoreEnv) -> None:
     env.config("{")
     first = env.store.parse_rules()
-    assert first.to_js() == FALLBACK
+    assert first.to_js() == FALLBACK_RULES
     assert render_rules_to_markdown(first) == ""
     first.always_persist.append("leak")
     first.max_lines = 1
     second = env.store.parse_rules()
-    assert second.to_js() == FALLBACK
+    assert second.to_js() == FALLBACK_RULES
     assert second.always_persist is not first.always_persist
     assert Rules().always_persist is not Rules().always_persist
-    assert list(Rules().to_js()) == list(FALLBACK)
+    assert list(Rules().to_js()) == list(FALLBACK_RULES)
 
 
 # --- S-CFG-2 bootstrap -------------------------------------------------------------------
@@ -176,7 +152,7 @@ def test_s_cfg_2_legacy_rules_are_copied_and_backed_up(env: StoreEnv) -> None:
         0o644,
     )
     assert env.read("agent/memory/RULES.jsonc") == legacy
-    assert tmp_files(env.agent) == [] and tmp_files(env.local) == []
+    assert temps_in(env.agent) == [] and temps_in(env.local) == []
     assert env.diagnostics == []
 
 
@@ -200,7 +176,7 @@ def test_s_cfg_2_backup_name_taken_is_not_replaced(env: StoreEnv, kind: str) -> 
     mode = os.lstat(bak).st_mode
     assert stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISLNK(mode)
     assert env.read("agent/memory.jsonc") == '{"max_lines": 99}'
-    assert tmp_files(env.local) == [] and env.diagnostics == []
+    assert temps_in(env.local) == [] and env.diagnostics == []
 
 
 def test_s_cfg_2_legacy_symlink_is_followed(env: StoreEnv) -> None:
@@ -214,18 +190,18 @@ def test_s_cfg_2_legacy_symlink_is_followed(env: StoreEnv) -> None:
 
 def test_s_cfg_2_broken_legacy_is_copied_then_fails_to_parse(env: StoreEnv) -> None:
     env.put("agent/memory/RULES.jsonc", '{ "max_lines": ')
-    assert rules_js(env) == FALLBACK
+    assert rules_js(env) == FALLBACK_RULES
     assert env.read("agent/memory.jsonc") == '{ "max_lines": '
-    assert env.diagnostics == [DIAG + "Unexpected end of JSON input"]
+    assert env.diagnostics == [CONFIG_DIAG + "Unexpected end of JSON input"]
 
 
 def test_s_cfg_2_legacy_fifo_fails_without_publishing(env: StoreEnv) -> None:
     os.makedirs(env.local)
     os.mkfifo(env.sandbox.path("agent/memory/RULES.jsonc"))
     before = env.snapshot()
-    assert rules_js(env) == FALLBACK
+    assert rules_js(env) == FALLBACK_RULES
     assert env.snapshot() == before
-    assert env.diagnostics == [DIAG + f"Unsafe non-regular file: {env.local}/RULES.jsonc"]
+    assert env.diagnostics == [CONFIG_DIAG + f"Unsafe non-regular file: {env.local}/RULES.jsonc"]
 
 
 def test_s_cfg_2_agent_dir_created_recursively(make_env: Any) -> None:
@@ -246,27 +222,9 @@ def test_s_cfg_2_mkdir_failure_leads_to_fallback(env: StoreEnv, kind: str) -> No
         Path(env.sandbox.root, "afile").write_text("x")
         agent = os.path.join(env.sandbox.root, "afile", "agent")
         message = f"ENOTDIR: not a directory, mkdir '{agent}'"
-    store = Store(
-        {**env.sandbox.env(), "PI_CODING_AGENT_DIR": agent},
-        clock=env.clock,
-        diagnostics=env.diagnostics.append,
-    )
-    assert store.parse_rules().to_js() == FALLBACK
-    assert env.diagnostics == [DIAG + message]  # Node
-
-
-class RacingFs(Fs):
-    """A creator that publishes ``memory.jsonc`` inside our bootstrap's link window."""
-
-    def __init__(self, racer: Any) -> None:
-        self.racer = racer
-        self.raced = 0
-
-    def link(self, src: str, dst: str) -> None:
-        if dst.endswith("/memory.jsonc") and not self.raced:
-            self.raced += 1
-            self.racer(dst)
-        super().link(src, dst)
+    store = env.new_store(PI_CODING_AGENT_DIR=agent)
+    assert store.parse_rules().to_js() == FALLBACK_RULES
+    assert env.diagnostics == [CONFIG_DIAG + message]  # Node
 
 
 def test_s_cfg_2_racing_creator_wins(env: StoreEnv) -> None:
@@ -275,12 +233,13 @@ def test_s_cfg_2_racing_creator_wins(env: StoreEnv) -> None:
     def racer(dst: str) -> None:
         Path(dst).write_text(racer_text)
 
-    fs = RacingFs(racer)
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
+    fs = FaultFs()
+    race = fs.hook("link", run=racer, match=ends("/memory.jsonc"))
+    store = store_with(env, fs)
     assert store.parse_rules().to_js() == with_(maxLines=61)
-    assert fs.raced == 1
+    assert race.fired == 1
     assert env.read("agent/memory.jsonc") == racer_text
-    assert tmp_files(env.agent) == []
+    assert temps_in(env.agent) == []
     assert env.diagnostics == []
 
 
@@ -313,8 +272,9 @@ def test_s_cfg_2_racing_second_process_wins(env: StoreEnv) -> None:
         child.stdin.flush()  # type: ignore[union-attr]
         assert child.stdout.readline() == "done\n"  # type: ignore[union-attr]
 
-    fs = RacingFs(racer)
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
+    fs = FaultFs()
+    fs.hook("link", run=racer, match=ends("/memory.jsonc"))
+    store = store_with(env, fs)
     try:
         assert store.parse_rules().to_js() == with_(maxLines=62)
     finally:
@@ -322,7 +282,7 @@ def test_s_cfg_2_racing_second_process_wins(env: StoreEnv) -> None:
         assert child.wait(timeout=10) == 0
     assert env.read("agent/memory.jsonc") == '{"max_lines": 62} // racer\n'
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o644  # the racer's inode, not ours
-    assert tmp_files(env.agent) == [] and env.diagnostics == []
+    assert temps_in(env.agent) == [] and env.diagnostics == []
 
 
 def _bootstrap_worker(env_vars: dict[str, str], barrier: Any, out: Any) -> None:
@@ -419,17 +379,17 @@ def test_s_cfg_4_fifo_config_returns_promptly(env: StoreEnv) -> None:
     path = os.path.join(env.agent, "memory.jsonc")
     os.mkfifo(path)
     t0 = time.monotonic()
-    out = run_python(PARSE_IN_CHILD, env.sandbox.env(), env.agent, timeout=15)
+    out = run_python(PARSE_IN_CHILD, env=env.sandbox.env(), cwd=env.agent, timeout=15)
     assert time.monotonic() - t0 < 10 and out["elapsed"] < 2
-    assert out["rules"]["maxLines"] == 300 and out["rules"] == FALLBACK
-    assert out["diags"] == [DIAG + f"Unsafe non-regular file: {path}"]  # Node
+    assert out["rules"]["maxLines"] == 300 and out["rules"] == FALLBACK_RULES
+    assert out["diags"] == [CONFIG_DIAG + f"Unsafe non-regular file: {path}"]  # Node
     assert stat.S_ISFIFO(os.lstat(path).st_mode)
 
 
 def test_s_cfg_4_directory_config_is_refused(env: StoreEnv) -> None:
     os.mkdir(os.path.join(env.agent, "memory.jsonc"))
-    assert rules_js(env) == FALLBACK
-    assert env.diagnostics == [DIAG + f"Unsafe non-regular file: {env.agent}/memory.jsonc"]
+    assert rules_js(env) == FALLBACK_RULES
+    assert env.diagnostics == [CONFIG_DIAG + f"Unsafe non-regular file: {env.agent}/memory.jsonc"]
 
 
 def test_s_cfg_4_symlinks_are_followed(env: StoreEnv) -> None:
@@ -451,9 +411,9 @@ def test_s_cfg_4_dangling_or_looping_symlink(env: StoreEnv, target: str, message
     path = os.path.join(env.agent, "memory.jsonc")
     os.symlink(target, path)
     before = env.snapshot()
-    assert rules_js(env) == FALLBACK
+    assert rules_js(env) == FALLBACK_RULES
     assert env.snapshot() == before  # bootstrap's publish hit EEXIST and changed nothing
-    assert env.diagnostics == [DIAG + message.format(path=path)]  # Node
+    assert env.diagnostics == [CONFIG_DIAG + message.format(path=path)]  # Node
 
 
 # --- S-CFG-5 JSONC stripping ---------------------------------------------------------------
@@ -521,15 +481,17 @@ def test_s_cfg_5_parsed_through_stripping(
 ) -> None:
     env.config(text)
     assert rules_js(env) == with_(**expected)
-    assert env.diagnostics == ([] if diag is None else [DIAG + diag])
+    assert env.diagnostics == ([] if diag is None else [CONFIG_DIAG + diag])
 
 
 def test_s_cfg_5_invalid_utf8_is_replaced_before_parsing(env: StoreEnv) -> None:
     env.put("agent/memory.jsonc", b'{"always_persist": ["\xff\xc3"], "max_lines": 77}')
     assert rules_js(env) == with_(alwaysPersist=["\ufffd\ufffd"], maxLines=77)
     env.put("agent/memory.jsonc", b'{"always_persist": ["\xff\xc3"], x}')
-    assert rules_js(env) == FALLBACK
-    assert env.diagnostics == [DIAG + "Expected double-quoted property name in JSON at position 27"]
+    assert rules_js(env) == FALLBACK_RULES
+    assert env.diagnostics == [
+        CONFIG_DIAG + "Expected double-quoted property name in JSON at position 27"
+    ]
 
 
 json_like = st.recursive(
@@ -571,14 +533,16 @@ def test_s_cfg_5_comments_and_trailing_commas_are_transparent(value: object) -> 
 @pytest.mark.parametrize("text", ["[1,2]", '"s"', "3", "true", "false", "[]", '["max_lines", 60]'])
 def test_s_cfg_6_non_object_top_level_is_all_missing(env: StoreEnv, text: str) -> None:
     env.config(text)
-    assert rules_js(env) == FALLBACK
+    assert rules_js(env) == FALLBACK_RULES
     assert env.diagnostics == []
 
 
 def test_s_cfg_6_null_is_a_failure(env: StoreEnv) -> None:
     env.config("null")
-    assert rules_js(env) == FALLBACK
-    assert env.diagnostics == [DIAG + "Cannot read properties of null (reading 'always_persist')"]
+    assert rules_js(env) == FALLBACK_RULES
+    assert env.diagnostics == [
+        CONFIG_DIAG + "Cannot read properties of null (reading 'always_persist')"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -598,8 +562,8 @@ def test_s_cfg_6_nan_and_infinity_literals_are_rejected(
     env: StoreEnv, text: str, diag: str
 ) -> None:
     env.config(text)
-    assert rules_js(env) == FALLBACK
-    assert env.diagnostics == [DIAG + diag]
+    assert rules_js(env) == FALLBACK_RULES
+    assert env.diagnostics == [CONFIG_DIAG + diag]
 
 
 def test_s_cfg_6_numbers_are_doubles(env: StoreEnv) -> None:
@@ -697,15 +661,17 @@ def test_s_cfg_7_booleans_are_not_numbers() -> None:
 def test_s_cfg_8_same_failure_logged_once_per_store(env: StoreEnv) -> None:
     env.config("null")
     for _ in range(3):
-        assert rules_js(env) == FALLBACK
-    assert env.diagnostics == [DIAG + "Cannot read properties of null (reading 'always_persist')"]
+        assert rules_js(env) == FALLBACK_RULES
+    assert env.diagnostics == [
+        CONFIG_DIAG + "Cannot read properties of null (reading 'always_persist')"
+    ]
     env.new_store().parse_rules()  # a fresh process logs again
     assert len(env.diagnostics) == 2
 
 
 def test_s_cfg_8_success_does_not_reset_and_a_new_message_logs(env: StoreEnv) -> None:
-    null_diag = DIAG + "Cannot read properties of null (reading 'always_persist')"
-    brace_diag = DIAG + "Expected property name or '}' in JSON at position 1"
+    null_diag = CONFIG_DIAG + "Cannot read properties of null (reading 'always_persist')"
+    brace_diag = CONFIG_DIAG + "Expected property name or '}' in JSON at position 1"
     env.config("null")
     env.store.parse_rules()
     env.config('{"max_lines": 60}')
@@ -728,7 +694,7 @@ def test_s_cfg_8_session_never_fails_on_config(env: StoreEnv) -> None:
     session = Session(env.store)
     session.session_start()
     assert session.before_agent_start({"systemPrompt": "S"}) is not None
-    assert env.diagnostics == [DIAG + "Expected property name or '}' in JSON at position 2"]
+    assert env.diagnostics == [CONFIG_DIAG + "Expected property name or '}' in JSON at position 2"]
 
 
 def test_s_cfg_8_stderr_line_format(env: StoreEnv) -> None:
@@ -741,7 +707,7 @@ def test_s_cfg_8_stderr_line_format(env: StoreEnv) -> None:
         capture_output=True,
         check=True,
     )
-    line = (DIAG + "Cannot read properties of null (reading 'always_persist')\n").encode()
+    line = (CONFIG_DIAG + "Cannot read properties of null (reading 'always_persist')\n").encode()
     assert proc.stderr == line * 2  # deduplicated within a store, again in a fresh one
     assert proc.stdout == b""
 
@@ -754,7 +720,7 @@ def test_s_cfg_8_message_context_can_split_a_surrogate_pair(env: StoreEnv) -> No
     env.store.parse_rules()
     # V8 cuts its 10-unit context window inside the pair, leaving a lone low surrogate.
     assert env.diagnostics == [
-        DIAG + 'Unexpected token \'x\', ..."\ude00", "bb": x}" is not valid JSON'
+        CONFIG_DIAG + 'Unexpected token \'x\', ..."\ude00", "bb": x}" is not valid JSON'
     ]
 
 
@@ -767,7 +733,8 @@ def test_s_cfg_8_stderr_writes_lone_surrogate_as_replacement(env: StoreEnv) -> N
         check=True,
     )
     assert proc.stderr == (  # Node
-        DIAG.encode() + b'Unexpected token \'x\', ..."\xef\xbf\xbd", "bb": x}" is not valid JSON\n'
+        CONFIG_DIAG.encode()
+        + b'Unexpected token \'x\', ..."\xef\xbf\xbd", "bb": x}" is not valid JSON\n'
     )
 
 

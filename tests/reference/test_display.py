@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 
 from reference.errors import JsError, JsTypeError, NodeError
-from reference.fs import Fs
 from reference.store import SIZE_MARKER, TOPIC_SIZE_MARKER, SearchHit, Store
 from reference.text import UNDEFINED
 from tests.conftest import StoreEnv
+from tests.support import IDX, FaultFs, store_with
 
-IDX = "agent/memory/MEMORY.md"
 NOT_FOUND = "_(file not found)_"
 UNSAFE_DIAG = "[openpi-memory] refusing to read unsafe MEMORY.md: not a regular file"
 
@@ -28,58 +27,19 @@ def line_marker(n: str) -> str:
     return f"\n\n<!-- memory truncated: MEMORY.md exceeds {n}-line limit; shorten the index -->"
 
 
-class HookFs(Fs):
-    """An ``Fs`` that runs a callback after an ``lstat`` of a chosen path, or fails ``pread``."""
-
-    def __init__(self) -> None:
-        self.after_lstat: dict[str, Any] = {}
-        self.fail_pread: int | None = None
-        self.calls: list[tuple[str, str]] = []
-
-    def lstat(self, path: str) -> os.stat_result:
-        self.calls.append(("lstat", path))
-        st = super().lstat(path)
-        hook = self.after_lstat.pop(path, None)
-        if hook is not None:
-            hook(path)
-        return st
-
-    def stat(self, path: str) -> os.stat_result:
-        self.calls.append(("stat", path))
-        return super().stat(path)
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.calls.append(("open", path))
-        return super().open(path, flags, mode)
-
-    def pread(self, fd: int, size: int, offset: int) -> bytes:
-        if self.fail_pread is not None:
-            raise NodeError(self.fail_pread, "read")
-        return super().pread(fd, size, offset)
-
-    def scandir(self, path: str) -> list[str]:
-        self.calls.append(("scandir", path))
-        return super().scandir(path)
-
-    def mkdir(self, path: str) -> None:
-        self.calls.append(("mkdir", path))
-        super().mkdir(path)
+def hooked(env: StoreEnv) -> tuple[Store, FaultFs]:
+    fs = FaultFs()
+    return store_with(env, fs), fs
 
 
-def hooked(env: StoreEnv) -> tuple[Store, HookFs]:
-    fs = HookFs()
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
-    return store, fs
+def swap_after_probe(fs: FaultFs, path: str, target: str) -> None:
+    """After the first ``lstat`` of ``path``, replace it by a symlink to ``target`` (a race)."""
 
-
-def swap_for_symlink(target: str) -> Any:
-    """A hook replacing ``path`` by a symlink to ``target`` (a race after the probe)."""
-
-    def swap(path: str) -> None:
+    def swap(_: str) -> None:
         os.rename(path, path + ".moved")
         os.symlink(target, path)
 
-    return swap
+    fs.hook("lstat", run=swap, match=lambda p: p == path, after=True)
 
 
 def hits(found: list[SearchHit]) -> list[tuple[str, str, str, str]]:
@@ -210,7 +170,7 @@ def test_s_disp_1_read_error_diagnostic_and_none(env: StoreEnv) -> None:
     env.config("{}")
     env.put(IDX, "# Memory Index\n\n")
     store, fs = hooked(env)
-    fs.fail_pread = errno.EIO
+    fs.fail("pread", err=errno.EIO, nth=None)
     assert store.read_memory_index(300) is None
     assert env.diagnostics == ["[openpi-memory] failed to read MEMORY.md: EIO: i/o error, read"]
 
@@ -221,7 +181,7 @@ def test_s_disp_1_symlink_swapped_after_probe(env: StoreEnv) -> None:
     env.put("agent/memory/real", "x")
     store, fs = hooked(env)
     path = os.path.join(env.local, "MEMORY.md")
-    fs.after_lstat[path] = swap_for_symlink(os.path.join(env.local, "real"))
+    swap_after_probe(fs, path, os.path.join(env.local, "real"))
     assert store.read_memory_index(300) is None
     assert env.diagnostics == [
         "[openpi-memory] failed to read MEMORY.md: ELOOP: too many symbolic links encountered, "
@@ -336,7 +296,7 @@ def test_s_disp_2_open_failure_after_probe_raises(env: StoreEnv) -> None:
     env.put("agent/memory/real", "x")
     store, fs = hooked(env)
     path = os.path.join(env.local, "MEMORY.md")
-    fs.after_lstat[path] = swap_for_symlink(os.path.join(env.local, "real"))
+    swap_after_probe(fs, path, os.path.join(env.local, "real"))
     with pytest.raises(NodeError) as info:
         store.read_index_entries()
     assert info.value.as_dict() == {
@@ -431,7 +391,7 @@ def test_s_disp_3_open_failure_after_probe_raises(env: StoreEnv) -> None:
     env.put("agent/memory/real", "x")
     store, fs = hooked(env)
     path = os.path.join(env.local, "t.md")
-    fs.after_lstat[path] = swap_for_symlink(os.path.join(env.local, "real"))
+    swap_after_probe(fs, path, os.path.join(env.local, "real"))
     with pytest.raises(NodeError) as info:
         store.read_topic_content("t.md")
     assert info.value.code == "ELOOP"
@@ -631,7 +591,7 @@ def test_s_disp_6_display_and_search_never_write(env: StoreEnv) -> None:
     store.search_memory("tok")
     store.search_memory("")
     assert env.snapshot() == before
-    assert not [c for c in fs.calls if c[0] == "mkdir"]
+    assert not fs.named("mkdir")
 
 
 def test_s_disp_6_only_bootstrap_and_carry_over_side_effects(env: StoreEnv) -> None:

@@ -20,17 +20,11 @@ import pytest
 from reference.compaction import decide_compaction_action
 from reference.config import Rules, render_rules_to_markdown
 from reference.errors import AggregateJsError, JsError, JsTypeError, NodeError, describe
-from reference.fs import Fs
 from reference.store import Store
 from reference.text import UNDEFINED
-from tests.conftest import NOW_MS, StoreEnv
+from tests.conftest import StoreEnv
+from tests.support import BUSY, IDX, TS, FaultFs, ends, hold_lock, is_tmp_of, store_with
 
-IDX = "agent/memory/MEMORY.md"
-TS = "2026-08-07T01:02:50+00:00"
-BUSY = (
-    "Error: memory store is busy (another tool or process holds the lock) — "
-    "please retry in a moment."
-)
 BLANK = "Invalid topic: topic must not be blank."
 LINK = "Invalid topic: topic must not contain newlines or Markdown link characters."
 NO_SLUG = "Invalid topic: topic must contain at least one ASCII letter or number."
@@ -42,99 +36,9 @@ RESERVED_INDEX = 'Invalid topic: "MEMORY.md" is reserved for the memory index.'
 TMP = re.compile(r"\.tmp-\d+-[0-9a-z]+$")
 
 
-class FaultFs(Fs):
-    """Fails chosen calls the way Node reports them; records every call."""
-
-    def __init__(self) -> None:
-        self.fds: dict[int, str] = {}
-        self.faults: list[tuple[str, Callable[[str], bool], int]] = []
-        self.calls: list[tuple[str, str]] = []
-        self.hooks: list[tuple[str, Callable[[str], bool], Callable[[str], None]]] = []
-
-    def fail(self, op: str, match: Callable[[str], bool], err: int) -> None:
-        self.faults.append((op, match, err))
-
-    def hook(self, op: str, match: Callable[[str], bool], fn: Callable[[str], None]) -> None:
-        self.hooks.append((op, match, fn))
-
-    def _check(self, op: str, path: str) -> int | None:
-        self.calls.append((op, path))
-        for i, (hop, match, fn) in enumerate(self.hooks):
-            if hop == op and match(path):
-                del self.hooks[i]
-                fn(path)
-                break
-        for i, (fop, match, err) in enumerate(self.faults):
-            if fop == op and match(path):
-                del self.faults[i]
-                return err
-        return None
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        err = self._check("open", path)
-        if err is not None:
-            raise NodeError(err, "open", path)
-        fd = super().open(path, flags, mode)
-        self.fds[fd] = path
-        return fd
-
-    def write(self, fd: int, data: bytes) -> int:
-        err = self._check("write", self.fds.get(fd, ""))
-        if err is not None:
-            raise NodeError(err, "write")
-        return super().write(fd, data)
-
-    def rename(self, src: str, dst: str) -> None:
-        err = self._check("rename", dst)
-        if err is not None:
-            raise NodeError(err, "rename", src, dst)
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        err = self._check("unlink", path)
-        if err is not None:
-            raise NodeError(err, "unlink", path)
-        super().unlink(path)
-
-    def mkdir(self, path: str) -> None:
-        err = self._check("mkdir", path)
-        if err is not None:
-            raise NodeError(err, "mkdir", path)
-        super().mkdir(path)
-
-    def stat(self, path: str) -> os.stat_result:
-        self._check("stat", path)
-        return super().stat(path)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self._check("lstat", path)
-        return super().lstat(path)
-
-
 def faulty(env: StoreEnv) -> tuple[Store, FaultFs]:
     fs = FaultFs()
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
-    return store, fs
-
-
-def ends(suffix: str) -> Callable[[str], bool]:
-    return lambda path: path.endswith(suffix)
-
-
-def is_tmp_of(suffix: str) -> Callable[[str], bool]:
-    def match(path: str) -> bool:
-        m = TMP.search(path)
-        return m is not None and path[: m.start()].endswith(suffix)
-
-    return match
-
-
-def hold_lock(directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, ".lock")
-    with open(path, "w") as f:
-        f.write(f"{os.getpid()}\t{NOW_MS}\tco-tenant")
-    os.utime(path, (NOW_MS / 1000, NOW_MS / 1000))
+    return store_with(env, fs), fs
 
 
 def seeded(env: StoreEnv) -> None:
@@ -155,6 +59,25 @@ def seeded(env: StoreEnv) -> None:
 def no_debris(env: StoreEnv) -> None:
     names = [rel for rel in env.snapshot() if rel.startswith(("agent/", "home/"))]
     assert not [n for n in names if TMP.search(n) or n.endswith("/.lock")]
+
+
+MUTATIONS: dict[str, Callable[[Store], object]] = {
+    "write": lambda s: s.execute_write_memory("T", "c", "s"),
+    "remove": lambda s: s.execute_remove_memory("T"),
+    "pin": lambda s: s.execute_pin_memory("T", True),
+}
+
+
+def raised_by(
+    env: StoreEnv, error: type[Exception], ops: tuple[str, ...] = ("write", "remove", "pin")
+) -> list[dict[str, object]]:
+    """The triple each of ``ops`` on topic "T" raises, in order (each must raise ``error``)."""
+    got: list[dict[str, object]] = []
+    for op in ops:
+        with pytest.raises(error) as info:
+            MUTATIONS[op](env.store)
+        got.append(describe(info.value))
+    return got
 
 
 # --- S-ERR-1 refusal table -------------------------------------------------------------------
@@ -207,7 +130,7 @@ def test_s_err_1_non_regular_target(env: StoreEnv) -> None:
         store.execute_write_memory("T", "c", "s") == 'Invalid topic: "t.md" is not a regular file.'
     )
     assert env.snapshot() == before
-    assert ("open", os.path.join(env.local, ".lock")) in fs.calls  # lock taken and released
+    assert ("open", os.path.join(env.local, ".lock")) in fs.paths()  # lock taken and released
 
 
 def test_s_err_1_busy_for_write_remove_pin(env: StoreEnv) -> None:
@@ -351,18 +274,8 @@ def test_s_err_3_fifo_index_raises_promptly(env: StoreEnv) -> None:
     os.mkfifo(os.path.join(env.local, "MEMORY.md"))
     before = env.snapshot()
     start = time.monotonic()
-    calls: list[Callable[[], object]] = [
-        lambda: env.store.execute_write_memory("T", "c", "s"),
-        lambda: env.store.execute_remove_memory("T"),
-        lambda: env.store.execute_pin_memory("T", True),
-    ]
-    for call in calls:
-        with pytest.raises(JsError) as info:
-            call()
-        assert describe(info.value) == {
-            "kind": "Error",
-            "message": f"Unsafe non-regular file: {env.local}/MEMORY.md",
-        }
+    unsafe = {"kind": "Error", "message": f"Unsafe non-regular file: {env.local}/MEMORY.md"}
+    assert raised_by(env, JsError) == [unsafe] * 3
     assert time.monotonic() - start < 3.0
     assert env.snapshot() == before
 
@@ -371,7 +284,7 @@ def test_s_err_3_enospc_in_topic_write_propagates_after_rollback(env: StoreEnv) 
     seeded(env)
     before = env.snapshot()
     store, fs = faulty(env)
-    fs.fail("write", is_tmp_of("/new.md"), errno.ENOSPC)
+    fs.fail("write", match=is_tmp_of("/new.md"), err=errno.ENOSPC)
     with pytest.raises(NodeError) as info:
         store.execute_write_memory("New", "c", "s")
     assert describe(info.value) == {
@@ -386,7 +299,7 @@ def test_s_err_3_index_rename_failure_rolls_back(env: StoreEnv) -> None:
     seeded(env)
     before = env.snapshot()
     store, fs = faulty(env)
-    fs.fail("rename", ends("/MEMORY.md"), errno.EACCES)
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EACCES)
     with pytest.raises(NodeError) as info:
         store.execute_write_memory("T", "new body", "new summary")
     err = describe(info.value)
@@ -402,8 +315,8 @@ def test_s_err_3_index_rename_failure_rolls_back(env: StoreEnv) -> None:
 def test_s_err_3_aggregate_rollback_error(env: StoreEnv) -> None:
     seeded(env)
     store, fs = faulty(env)
-    fs.fail("rename", ends("/MEMORY.md"), errno.EIO)
-    fs.fail("unlink", ends("/new.md"), errno.EBUSY)
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EIO)
+    fs.fail("unlink", match=ends("/new.md"), err=errno.EBUSY)
     with pytest.raises(AggregateJsError) as info:
         store.execute_write_memory("New", "c", "s")
     topic, index = f"{env.local}/new.md", f"{env.local}/MEMORY.md"
@@ -421,7 +334,7 @@ def test_s_err_3_lock_creation_failure_propagates(env: StoreEnv) -> None:
     seeded(env)
     store, fs = faulty(env)
     lock = f"{env.local}/.lock"
-    fs.fail("open", lambda p: p == lock, errno.ENOENT)
+    fs.fail("open", match=lambda p: p == lock, err=errno.ENOENT)
     before = env.snapshot()
     with pytest.raises(NodeError) as info:
         store.execute_remove_memory("T")
@@ -437,9 +350,8 @@ def test_s_err_3_never_raising_operations(env: StoreEnv) -> None:
     env.config("{}")
     env.put(IDX, "- [R](last-session-recap.md) 2026-08-01 -- r\n")
     store, fs = faulty(env)
-    fs.fail("open", lambda p: p.endswith("/MEMORY.md"), errno.EIO)
-    fs.fail("open", lambda p: p.endswith("/MEMORY.md"), errno.EIO)
-    fs.fail("open", lambda p: p.endswith("/memory.jsonc"), errno.EMFILE)
+    fs.fail("open", match=ends("/MEMORY.md"), nth={1, 2}, err=errno.EIO)
+    fs.fail("open", match=ends("/memory.jsonc"), err=errno.EMFILE)
     assert store.parse_rules() == Rules()
     store.retire_recap_entries()  # returns nothing, raises nothing
     assert store.read_memory_index(300) is None
@@ -604,15 +516,7 @@ def test_s_err_7_memory_dir_replaced_by_file(env: StoreEnv) -> None:
         "message": f"EEXIST: file already exists, mkdir '{env.agent}/memory'",
         "code": "EEXIST",
     }
-    calls: list[Callable[[], object]] = [
-        lambda: env.store.execute_write_memory("T", "c", "s"),
-        lambda: env.store.execute_remove_memory("T"),
-        lambda: env.store.execute_pin_memory("T", True),
-    ]
-    for call in calls:
-        with pytest.raises(NodeError) as info:
-            call()
-        assert describe(info.value) == expected
+    assert raised_by(env, NodeError) == [expected] * 3
     with pytest.raises(NodeError) as info:
         env.store.search_memory("x")
     assert describe(info.value) == {
@@ -633,15 +537,7 @@ def test_s_err_7_symlinked_index_eloop(env: StoreEnv) -> None:
         "message": f"ELOOP: too many symbolic links encountered, open '{env.local}/MEMORY.md'",
         "code": "ELOOP",
     }
-    calls: list[Callable[[], object]] = [
-        lambda: env.store.execute_write_memory("T", "c", "s"),
-        lambda: env.store.execute_remove_memory("T"),
-        lambda: env.store.execute_pin_memory("T", True),
-    ]
-    for call in calls:
-        with pytest.raises(NodeError) as info:
-            call()
-        assert describe(info.value) == expected
+    assert raised_by(env, NodeError) == [expected] * 3
     assert env.snapshot() == before
 
 
@@ -671,7 +567,7 @@ def test_s_err_7_real_rename_failure_two_paths(env: StoreEnv) -> None:
         os.rename(index, index + ".saved")
         os.makedirs(index + "/inside")
 
-    fs.hook("rename", lambda p: p == index, index_becomes_directory)
+    fs.hook("rename", run=index_becomes_directory, match=lambda p: p == index)
     with pytest.raises(NodeError) as info:
         store.execute_write_memory("New", "c", "s")
     got = describe(info.value)
@@ -687,7 +583,7 @@ def test_s_err_7_real_rename_failure_two_paths(env: StoreEnv) -> None:
 def test_s_err_7_descriptor_calls_have_no_path(env: StoreEnv) -> None:
     seeded(env)
     store, fs = faulty(env)
-    fs.fail("write", is_tmp_of("/MEMORY.md"), errno.EIO)
+    fs.fail("write", match=is_tmp_of("/MEMORY.md"), err=errno.EIO)
     with pytest.raises(NodeError) as info:
         store.execute_remove_memory("T")
     assert describe(info.value) == {
@@ -700,17 +596,8 @@ def test_s_err_7_descriptor_calls_have_no_path(env: StoreEnv) -> None:
 def test_s_err_7_index_is_a_directory_is_a_safety_refusal(env: StoreEnv) -> None:
     env.config("{}")
     os.makedirs(os.path.join(env.local, "MEMORY.md"))
-    calls: list[Callable[[], object]] = [
-        lambda: env.store.execute_write_memory("T", "c", "s"),
-        lambda: env.store.execute_remove_memory("T"),
-    ]
-    for call in calls:
-        with pytest.raises(JsError) as info:
-            call()
-        assert describe(info.value) == {
-            "kind": "Error",
-            "message": f"Unsafe non-regular file: {env.local}/MEMORY.md",
-        }
+    unsafe = {"kind": "Error", "message": f"Unsafe non-regular file: {env.local}/MEMORY.md"}
+    assert raised_by(env, JsError, ("write", "remove")) == [unsafe] * 2
     assert sorted(os.listdir(env.local)) == ["MEMORY.md"]
 
 
@@ -742,7 +629,7 @@ def test_s_err_8_remove_pin_non_string_topic(
     assert describe(info.value) == {"kind": "TypeError", "message": message}
     assert env.snapshot() == before
     lock = f"{env.local}/.lock"
-    assert ("open", lock) in fs.calls and ("unlink", lock) in fs.calls  # taken and released
+    assert ("open", lock) in fs.paths() and ("unlink", lock) in fs.paths()  # taken and released
 
 
 @pytest.mark.parametrize(("topic", "_message"), TOPIC_ERRORS)

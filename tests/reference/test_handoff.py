@@ -6,24 +6,19 @@ A-3 tests assert the reference's design behaviour (safe reads, atomic rename) in
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import stat
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reference.errors import JsError, JsTypeError, NodeError
-from reference.fs import Fs
-from reference.store import Store
 from reference.text import UNDEFINED
 from tests.conftest import NOW_MS, StoreEnv, set_tz
+from tests.support import FaultFs, RecordingFs, run_on_fresh_store, store_with, temps_in
 
 T = "2026-08-07T01:02:50+00:00"
-REPO = str(Path(__file__).resolve().parents[2])
 HANDOFF = "agent/HANDOFF.md"
 LEGACY = "agent/memory/HANDOFF.md"
 
@@ -35,55 +30,6 @@ def say(text: object) -> dict[str, Any]:
 
 def handoff_bytes(env: StoreEnv) -> bytes:
     return env.sandbox.path(HANDOFF).read_bytes()
-
-
-class RecordingFs(Fs):
-    """Records every path-based call; optional hooks run inside ``link`` and ``rename``."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.on_link: Any = None
-        self.fail_rename_to: str | None = None
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.calls.append(("open", path))
-        return super().open(path, flags, mode)
-
-    def stat(self, path: str) -> os.stat_result:
-        self.calls.append(("stat", path))
-        return super().stat(path)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self.calls.append(("lstat", path))
-        return super().lstat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.calls.append(("rename", dst))
-        if self.fail_rename_to is not None and dst == self.fail_rename_to:
-            raise NodeError(5, "rename", src, dst)
-        super().rename(src, dst)
-
-    def link(self, src: str, dst: str) -> None:
-        self.calls.append(("link", dst))
-        if self.on_link is not None:
-            self.on_link()
-        super().link(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.calls.append(("unlink", path))
-        super().unlink(path)
-
-    def mkdir(self, path: str) -> None:
-        self.calls.append(("mkdir", path))
-        super().mkdir(path)
-
-    def scandir(self, path: str) -> list[str]:
-        self.calls.append(("scandir", path))
-        return super().scandir(path)
-
-
-def store_with(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
 
 
 # --- S-HANDOFF-1 ---------------------------------------------------------------------------
@@ -340,8 +286,8 @@ def test_s_handoff_4_local_timestamp_with_offset(env: StoreEnv) -> None:
 @pytest.mark.parametrize("op", ["write", "replace"])
 def test_s_handoff_4_timestamp_read_before_legacy_migration(env: StoreEnv, op: str) -> None:
     env.put(LEGACY, "## legacy\n\nbody\n")
-    fs = RecordingFs()
-    fs.on_link = lambda: env.clock.advance(3_600_000)
+    fs = FaultFs()
+    fs.hook("link", run=lambda _: env.clock.advance(3_600_000), nth=None)
     store = store_with(env, fs)
     if op == "write":
         assert store.write_handoff([say("a")], "m") == "written"
@@ -349,7 +295,7 @@ def test_s_handoff_4_timestamp_read_before_legacy_migration(env: StoreEnv, op: s
     else:
         assert store.replace_latest_handoff_with_compaction_summary("S", "m") == "written"
         expected = f"## {T} Consolidation (m)\n\nS\n\n"
-    assert ("link", env.agent + "/HANDOFF.md") in fs.calls
+    assert ("link", env.agent + "/HANDOFF.md") in fs.paths()
     assert handoff_bytes(env).decode() == expected
 
 
@@ -697,7 +643,7 @@ def test_s_handoff_11_unlocked(env: StoreEnv) -> None:
     assert store.write_handoff([say("a")], "m") == "written"
     assert store.replace_latest_handoff_with_compaction_summary("S", "m") == "written"
     assert store.read_handoff() == f"## {T} Consolidation (m)\n\nS"
-    assert not any(path.endswith(".lock") for _, path in fs.calls)
+    assert not any(path.endswith(".lock") for _, path in fs.paths())
     assert env.read("agent/memory/.lock") == token
 
 
@@ -721,14 +667,14 @@ def test_s_handoff_11_a3_write_publishes_by_rename(env: StoreEnv) -> None:
     assert stat.S_IMODE(st.st_mode) == 0o600
     assert old_link.read_bytes() == b"## old\n\n- kept\n"
     assert handoff_bytes(env).decode() == f"## old\n\n- kept\n\n\n## {T} (m)\n\n- new\n\n"
-    assert [n for n in os.listdir(env.agent) if ".tmp-" in n] == []
+    assert temps_in(env.agent) == []
 
 
 @pytest.mark.parametrize("op", ["write", "replace"])
 def test_s_handoff_11_a3_failed_rename_keeps_old_file(env: StoreEnv, op: str) -> None:
     env.put(HANDOFF, "## old\n\n- kept\n")
-    fs = RecordingFs()
-    fs.fail_rename_to = env.agent + "/HANDOFF.md"
+    fs = FaultFs()
+    fs.fail("rename", match=lambda p: p == env.agent + "/HANDOFF.md", err=errno.EIO, nth=None)
     store = store_with(env, fs)
     before = env.snapshot()
     with pytest.raises(NodeError) as info:
@@ -773,33 +719,18 @@ def test_s_handoff_11_a3_directory_refused(env: StoreEnv) -> None:
     assert info.value.message == f"Unsafe non-regular file: {env.agent}/HANDOFF.md"
 
 
-def _child_read_handoff(env: StoreEnv, timeout: float) -> dict[str, Any]:
-    code = (
-        "import json, sys\n"
-        f"sys.path.insert(0, {REPO!r})\n"
-        "from reference.clock import ControlledClock\n"
-        "from reference.errors import describe\n"
-        "from reference.store import Store\n"
-        f"store = Store(json.loads(sys.argv[1]), clock=ControlledClock({NOW_MS}))\n"
-        "try:\n"
-        "    print(json.dumps({'ok': store.read_handoff()}))\n"
-        "except Exception as e:\n"
-        "    print(json.dumps({'err': describe(e)}))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(env.sandbox.env())],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+# Run by run_on_fresh_store in a fresh process, where `store`, `diags` and `describe` exist.
+READ_HANDOFF_CHILD = (
+    "try:\n"
+    "    print(json.dumps({'ok': store.read_handoff()}))\n"
+    "except Exception as e:\n"
+    "    print(json.dumps({'err': describe(e)}))\n"
+)
 
 
 def test_s_handoff_11_a3_fifo_refused_without_blocking(env: StoreEnv) -> None:
     os.mkfifo(env.sandbox.path(HANDOFF))
-    result = _child_read_handoff(env, timeout=10)
+    result = run_on_fresh_store(env, READ_HANDOFF_CHILD, timeout=10)
     assert result == {
         "err": {"kind": "Error", "message": f"Unsafe non-regular file: {env.agent}/HANDOFF.md"}
     }

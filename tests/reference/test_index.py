@@ -23,9 +23,7 @@ from reference.index import (
     upsert_index_line,
 )
 from tests.conftest import NOW_MS, StoreEnv
-
-TS = "2026-08-07T01:02:50+00:00"
-IDX = "agent/memory/MEMORY.md"
+from tests.support import IDX, TS
 
 
 def parsed(line: str) -> dict[str, str] | None:

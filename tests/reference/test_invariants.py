@@ -8,6 +8,7 @@ syscall.  After each crash the files must be in one of the states S-INV-8 allows
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -32,16 +33,11 @@ from reference.lock import release, try_acquire
 from reference.session import Session
 from reference.store import Store
 from tests.conftest import NOW, NOW_MS, StoreEnv
+from tests.support import BUSY, IDX, FaultFs, dead_pid, ends, store_with
 
 ROOT = Path(__file__).resolve().parents[2]
-IDX = "agent/memory/MEMORY.md"
 SIDX = "home/.agents/memory/MEMORY.md"
 STOMB = "home/.agents/memory/.ocl-removed"
-TS = "2026-08-07T01:02:50+00:00"
-BUSY = (
-    "Error: memory store is busy (another tool or process holds the lock) — "
-    "please retry in a moment."
-)
 TMP = re.compile(r"^(?P<target>.+)\.tmp-(?P<pid>\d+)-[0-9a-z]+$")
 CRASHED = 86
 MakeEnv = Callable[[], StoreEnv]
@@ -262,15 +258,7 @@ def lock_mtime_ms(path: str) -> float:
 
 
 def store_at(env: StoreEnv, now_ms: float) -> Store:
-    return Store(
-        env.sandbox.env(), clock=ControlledClock(int(now_ms)), diagnostics=env.diagnostics.append
-    )
-
-
-def dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
+    return store_with(env, clock=ControlledClock(int(now_ms)))
 
 
 # --- setups ------------------------------------------------------------------------------------
@@ -602,42 +590,18 @@ def test_s_inv_8_serve_killed_while_waiting_on_a_held_lock(make_env: MakeEnv) ->
 # --- S-INV-2 invariants after a batch of operations -------------------------------------------
 
 
-class BatchFs(Fs):
-    """Optional faults and hooks, plus a record of unlinks and fsynced paths."""
-
-    def __init__(self) -> None:
-        self.fail_rename: str | None = None
-        self.on_rename: Callable[[str], None] | None = None
-        self.unlinked: list[str] = []
-        self.fd_paths: dict[int, str] = {}
-        self.fsynced: list[str] = []
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        fd = super().open(path, flags, mode)
-        self.fd_paths[fd] = path
-        return fd
-
-    def fsync(self, fd: int) -> None:
-        self.fsynced.append(self.fd_paths[fd])
-        super().fsync(fd)
-
-    def rename(self, src: str, dst: str) -> None:
-        if self.on_rename is not None:
-            hook, self.on_rename = self.on_rename, None
-            hook(dst)
-        if self.fail_rename is not None and dst.endswith(self.fail_rename):
-            self.fail_rename = None
-            raise NodeError(28, "rename", src, dst)
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.unlinked.append(path)
-        super().unlink(path)
+def batch_store(env: StoreEnv) -> tuple[Store, FaultFs]:
+    fs = FaultFs()
+    return store_with(env, fs), fs
 
 
-def batch_store(env: StoreEnv) -> tuple[Store, BatchFs]:
-    fs = BatchFs()
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append), fs
+def fail_next_rename(fs: FaultFs, suffix: str) -> None:
+    """The next rename onto a path ending in ``suffix`` fails (ENOSPC), to reach a rollback."""
+    fs.fail("rename", match=ends(suffix), err=errno.ENOSPC)
+
+
+def unlinked_topics(fs: FaultFs) -> list[str]:
+    return [p for _, p in fs.paths("unlink") if not (p.endswith("/.lock") or TMP.match(p))]
 
 
 def test_s_inv_2_invariants_after_each_operation(env: StoreEnv) -> None:
@@ -680,9 +644,9 @@ def test_s_inv_2_invariants_after_each_operation(env: StoreEnv) -> None:
     step(lambda: store.execute_remove_memory("Dup v2"))
     step(lambda: store.execute_write_memory("Slug!", "s", "s"), "slug.md")
     step(lambda: store.execute_write_memory("Slug?", "s", "s"), "slug-2.md")
-    fs.fail_rename = "/MEMORY.md"
+    fail_next_rename(fs, "/MEMORY.md")
     step(lambda: store.execute_write_memory("Beta", "b", "b"), fails=True)
-    fs.fail_rename = "/alpha.md"
+    fail_next_rename(fs, "/alpha.md")
     step(lambda: store.execute_write_memory("Alpha", "x", "x"), fails=True)
     step(lambda: store.execute_write_memory("Beta", "b", "b"), "beta.md")
     assert index_entries(env.read(IDX)) == [
@@ -693,7 +657,7 @@ def test_s_inv_2_invariants_after_each_operation(env: StoreEnv) -> None:
         "beta.md",
     ]
     # the only topic file ever deleted is the one the failed "Beta" write created (S-INV-4)
-    topics = [p for p in fs.unlinked if not (p.endswith("/.lock") or TMP.match(p))]
+    topics = unlinked_topics(fs)
     assert topics == [os.path.join(d, "beta.md")]
 
 
@@ -705,7 +669,7 @@ def test_s_inv_2_lock_replaced_by_another_process_is_left(env: StoreEnv) -> None
     def replace_lock(_dst: str) -> None:
         Path(env.local, ".lock").write_text(foreign)
 
-    fs.on_rename = replace_lock
+    fs.hook("rename", run=replace_lock)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     check_invariants(env.local, foreign_lock=foreign)
 
@@ -779,14 +743,14 @@ def test_s_inv_3_every_mutation_under_own_lock(env: StoreEnv) -> None:
     env.put(SIDX, "# Shared\n- [R](last-session-recap.md) 2026-08-01 -- r\n")
     env.put("home/.agents/memory/last-session-recap.md", "r")
     fs = LockAuditFs(env.local, env.shared, os.path.join(env.local, ".shared-dir-migrated"))
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
+    store = store_with(env, fs)
     session = Session(store)
     session.session_start({})  # retirement (both dirs) and carry-over
     store.execute_write_memory("New", "n", "n")
     store.execute_remove_memory("A")
     store.execute_pin_memory("new", True)
     with pytest.raises(NodeError):
-        bad = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
+        bad = store_with(env, fs)
         orig = fs.rename
 
         def failing(src: str, dst: str) -> None:
@@ -823,13 +787,13 @@ def test_s_inv_4_topics_survive_removal_and_only_a_failed_new_write_unlinks(
     assert store.execute_remove_memory("Other").startswith("Removed")
     assert env.read("agent/memory/t.md").endswith("old body\n")
     assert env.exists("agent/memory/other.md")
-    fs.fail_rename = "/MEMORY.md"
+    fail_next_rename(fs, "/MEMORY.md")
     with pytest.raises(NodeError):
         store.execute_write_memory("Brand New", "b", "b")
-    fs.fail_rename = "/MEMORY.md"
+    fail_next_rename(fs, "/MEMORY.md")
     with pytest.raises(NodeError):
         store.execute_write_memory("T", "b", "b")  # existing file: restored, not unlinked
-    topics = [p for p in fs.unlinked if not (p.endswith("/.lock") or TMP.match(p))]
+    topics = unlinked_topics(fs)
     assert topics == [os.path.join(env.local, "brand-new.md")]
     assert env.read("agent/memory/t.md").endswith("old body\n")
 
@@ -974,8 +938,9 @@ def test_s_inv_9_b_directories_are_never_fsynced(env: StoreEnv) -> None:
     store.execute_write_memory("T", "c", "s")
     store.execute_remove_memory("A")
     store.write_handoff([{"role": "assistant", "content": [{"type": "text", "text": "x"}]}], "m", 3)
-    assert fs.fsynced
-    assert all(TMP.match(p) for p in fs.fsynced), fs.fsynced
+    fsynced = [p for _, p in fs.paths("fsync")]
+    assert fsynced
+    assert all(TMP.match(p) for p in fsynced), fsynced
     text = spec_text()
     if text is not None:
         assert "directories are not fsynced" in text
@@ -1000,7 +965,7 @@ def test_s_inv_9_d_a_writer_ignoring_the_lock_is_clobbered(env: StoreEnv) -> Non
     def rogue(dst: str) -> None:
         Path(index).write_text("# rogue edit made without the lock\n")
 
-    fs.on_rename = rogue
+    fs.hook("rename", run=rogue)
     store.execute_write_memory("U", "u", "u")
     assert "rogue" not in env.read(IDX)
 

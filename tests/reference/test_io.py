@@ -14,11 +14,8 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,128 +29,12 @@ from reference.fs import (
     is_regular_file,
     store_read,
 )
-from reference.store import Store
 from tests.conftest import StoreEnv
-
-IDX = "agent/memory/MEMORY.md"
+from tests.support import IDX, FaultFs, RecordingFs, run_promptly, store_with, temps_in
 
 
 def mode_of(path: str | Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
-
-
-class RecordingFs(Fs):
-    """Records every filesystem call with its path (descriptors are mapped back to paths)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.fd_paths: dict[int, str] = {}
-
-    def _rec(self, name: str, *args: Any) -> None:
-        self.calls.append((name, args))
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self._rec("open", path, flags, mode)
-        fd = super().open(path, flags, mode)
-        self.fd_paths[fd] = path
-        return fd
-
-    def read(self, fd: int, size: int) -> bytes:
-        self._rec("read", self.fd_paths.get(fd), size)
-        return super().read(fd, size)
-
-    def pread(self, fd: int, size: int, offset: int) -> bytes:
-        self._rec("pread", self.fd_paths.get(fd), size, offset)
-        return super().pread(fd, size, offset)
-
-    def write(self, fd: int, data: bytes) -> int:
-        self._rec("write", self.fd_paths.get(fd), data)
-        return super().write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        self._rec("fsync", self.fd_paths.get(fd))
-        super().fsync(fd)
-
-    def close(self, fd: int) -> None:
-        self._rec("close", self.fd_paths.get(fd))
-        super().close(fd)
-
-    def fstat(self, fd: int) -> os.stat_result:
-        self._rec("fstat", self.fd_paths.get(fd))
-        return super().fstat(fd)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self._rec("lstat", path)
-        return super().lstat(path)
-
-    def stat(self, path: str) -> os.stat_result:
-        self._rec("stat", path)
-        return super().stat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._rec("rename", src, dst)
-        super().rename(src, dst)
-
-    def link(self, src: str, dst: str) -> None:
-        self._rec("link", src, dst)
-        super().link(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self._rec("unlink", path)
-        super().unlink(path)
-
-    def names(self) -> list[str]:
-        return [name for name, _ in self.calls]
-
-
-class FaultFs(RecordingFs):
-    """A recording Fs that runs ``hooks[name](*args)`` before the real call."""
-
-    def __init__(self, **hooks: Callable[..., None]) -> None:
-        super().__init__()
-        self.hooks = hooks
-
-    def _rec(self, name: str, *args: Any) -> None:
-        super()._rec(name, *args)
-        hook = self.hooks.get(name)
-        if hook is not None:
-            hook(*args)
-
-
-def fail(err: int, syscall: str) -> Callable[..., None]:
-    def hook(*args: Any) -> None:
-        raise NodeError(err, syscall, args[0] if args and isinstance(args[0], str) else None)
-
-    return hook
-
-
-def run_promptly(fn: Callable[[], object], fifo: str, timeout: float = 5.0) -> dict[str, Any]:
-    """Run ``fn`` in a thread; if it blocks on ``fifo``, unblock it and fail the test."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except Exception as e:
-            box["error"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        os.close(fd)
-        t.join(5)
-        pytest.fail(f"operation blocked on FIFO {fifo}")
-    return box
-
-
-def temps_in(directory: str | Path) -> list[str]:
-    return [n for n in os.listdir(directory) if ".tmp-" in n]
-
-
-def make_store(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
 
 
 @pytest.fixture
@@ -285,17 +166,18 @@ def test_s_io_3_single_positional_read(d: Path) -> None:
     fs = RecordingFs()
     text, truncated = bounded_read(fs, p)
     assert truncated and text == "y" * 51200
-    assert [c for c in fs.calls if c[0] in ("read", "pread")] == [("pread", (p, 51200, 0))]
-    opened = fs.calls[0]
-    assert opened[0] == "open" and opened[1][0] == p
-    flags = opened[1][1]
+    calls = fs.resolved()
+    assert [c for c in calls if c[0] in ("read", "pread")] == [("pread", p, 51200, 0)]
+    opened = calls[0]
+    assert opened[0] == "open" and opened[1] == p
+    flags = opened[2]
     assert flags & os.O_NONBLOCK and flags & os.O_NOFOLLOW
     assert flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) == 0
     assert fs.names() == ["open", "fstat", "pread", "close"]
     Path(p).write_bytes(b"z" * 10)
     fs = RecordingFs()
     assert bounded_read(fs, p) == ("z" * 10, False)
-    assert [c for c in fs.calls if c[0] == "pread"] == [("pread", (p, 10, 0))]
+    assert [c for c in fs.resolved() if c[0] == "pread"] == [("pread", p, 10, 0)]
 
 
 def test_s_io_3_refusals_are_prompt(d: Path) -> None:
@@ -340,18 +222,20 @@ def test_s_io_4_exact_sequence(d: Path, existing: bool) -> None:
         Path(target).write_text("old")
         os.chmod(target, 0o644)
     tmp_modes: list[int] = []
-    fs = FaultFs(fsync=lambda path: tmp_modes.append(mode_of(path)))
+    fs = FaultFs()
+    fs.hook("fsync", run=lambda path: tmp_modes.append(mode_of(path)), nth=None)
     atomic_write(fs, target, "héllo \ud83d")
     assert fs.names() == ["lstat", "open", "write", "fsync", "close", "lstat", "rename", "unlink"]
-    tmp = fs.calls[1][1][0]
+    calls = fs.resolved()
+    tmp = calls[1][1]
     assert re.fullmatch(re.escape(target) + rf"\.tmp-{os.getpid()}-[0-9a-z]+", tmp)
-    assert fs.calls[0] == ("lstat", (target,))
-    _, flags, mode = fs.calls[1][1]
+    assert calls[0] == ("lstat", target)
+    _, _, flags, mode = calls[1]
     assert flags & os.O_CREAT and flags & os.O_EXCL and flags & os.O_WRONLY
     assert mode == 0o600
-    assert fs.calls[2] == ("write", (tmp, "héllo \ufffd".encode()))
-    assert fs.calls[3:6] == [("fsync", (tmp,)), ("close", (tmp,)), ("lstat", (target,))]
-    assert fs.calls[6:] == [("rename", (tmp, target)), ("unlink", (tmp,))]
+    assert calls[2] == ("write", tmp, "héllo \ufffd".encode())
+    assert calls[3:6] == [("fsync", tmp), ("close", tmp), ("lstat", target)]
+    assert calls[6:] == [("rename", tmp, target), ("unlink", tmp)]
     assert tmp_modes == [0o600]
     assert Path(target).read_bytes() == "héllo \ufffd".encode()
     assert mode_of(target) == 0o600
@@ -363,7 +247,7 @@ def test_s_io_4_temp_names_are_fresh(d: Path) -> None:
     target = str(d / "t.md")
     atomic_write(fs, target, "a")
     atomic_write(fs, target, "b")
-    tmps = [args[0] for name, args in fs.calls if name == "rename"]
+    tmps = [src for _, src, _ in fs.named("rename")]
     assert len(set(tmps)) == 2
 
 
@@ -404,7 +288,8 @@ def test_s_io_4_recheck_after_temp(d: Path) -> None:
         os.unlink(target)
         os.symlink(d / "elsewhere", target)
 
-    fs = FaultFs(close=swap)
+    fs = FaultFs()
+    fs.hook("close", run=swap, nth=None)
     with pytest.raises(UnsafeFileError) as e:
         atomic_write(fs, target, "new")
     assert e.value.message == f"Unsafe non-regular file: {target}"
@@ -419,7 +304,8 @@ def test_s_io_4_write_and_fsync_failures_close_and_clean(d: Path) -> None:
     target = str(d / "t.md")
     Path(target).write_text("old")
     for op in ["write", "fsync"]:
-        fs = FaultFs(**{op: fail(errno.EIO, op)})
+        fs = FaultFs()
+        fs.fail(op, err=errno.EIO, nth=None)
         with pytest.raises(NodeError) as e:
             atomic_write(fs, target, "new")
         assert e.value.code == "EIO"
@@ -433,7 +319,8 @@ def test_s_io_4_write_and_fsync_failures_close_and_clean(d: Path) -> None:
 def test_s_io_4_rename_failure_removes_temp(d: Path) -> None:
     target = str(d / "t.md")
     Path(target).write_text("old")
-    fs = FaultFs(rename=fail(errno.EXDEV, "rename"))
+    fs = FaultFs()
+    fs.fail("rename", err=errno.EXDEV, nth=None)
     with pytest.raises(NodeError) as e:
         atomic_write(fs, target, "new")
     assert e.value.code == "EXDEV"
@@ -443,7 +330,8 @@ def test_s_io_4_rename_failure_removes_temp(d: Path) -> None:
 
 def test_s_io_4_unlink_errors_other_than_enoent_propagate(d: Path) -> None:
     target = str(d / "t.md")
-    fs = FaultFs(unlink=fail(errno.EPERM, "unlink"))
+    fs = FaultFs()
+    fs.fail("unlink", err=errno.EPERM, nth=None)
     with pytest.raises(NodeError) as e:
         atomic_write(fs, target, "new")
     assert e.value.code == "EPERM"
@@ -482,10 +370,10 @@ def test_s_io_5_sequence_and_result(d: Path) -> None:
     fs = RecordingFs()
     exclusive_publish(fs, target, "content")
     assert fs.names() == ["open", "write", "fsync", "close", "link", "unlink"]
-    tmp = fs.calls[0][1][0]
+    tmp = fs.calls[0][1]
     assert re.fullmatch(re.escape(target) + rf"\.tmp-{os.getpid()}-[0-9a-z]+", tmp)
-    assert fs.calls[0][1][2] == 0o600
-    assert fs.calls[4] == ("link", (tmp, target))
+    assert fs.calls[0][3] == 0o600
+    assert fs.calls[4] == ("link", tmp, target)
     st = os.lstat(target)
     assert st.st_nlink == 1 and stat.S_IMODE(st.st_mode) == 0o600
     assert Path(target).read_text() == "content"
@@ -501,7 +389,7 @@ def test_s_io_5_existing_target_never_replaced(d: Path) -> None:
         with pytest.raises(NodeError) as e:
             exclusive_publish(fs, str(t), "ours")
         assert e.value.code == "EEXIST"
-        tmp = fs.calls[0][1][0]
+        tmp = fs.calls[0][1]
         assert e.value.message == f"EEXIST: file already exists, link '{tmp}' -> '{t}'"
         assert "lstat" not in fs.names()
     assert target.read_text() == "theirs"
@@ -513,11 +401,12 @@ def test_s_io_5_racing_creator_wins(env: StoreEnv) -> None:
     rules = os.path.join(env.agent, "memory.jsonc")
     racer = "import sys; open(sys.argv[1], 'x').write('{\"max_lines\": 77}')"
 
-    def race(src: str, dst: str) -> None:
-        if dst == rules:
-            subprocess.run([sys.executable, "-c", racer, rules], check=True)
+    def race(_dst: str) -> None:
+        subprocess.run([sys.executable, "-c", racer, rules], check=True)
 
-    store = make_store(env, FaultFs(link=race))
+    fs = FaultFs()
+    fs.hook("link", run=race, match=lambda p: p == rules, nth=None)
+    store = store_with(env, fs)
     rules_obj = store.parse_rules()
     assert rules_obj.max_lines == 77
     assert env.read("agent/memory.jsonc") == '{"max_lines": 77}'
@@ -589,23 +478,24 @@ def test_s_io_7_scandir_sorts_raw_bytes(d: Path) -> None:
 def test_s_io_8_lock_created_in_place_and_only_temps_fsynced(env: StoreEnv) -> None:
     env.store.parse_rules()  # configuration bootstrap happens before, outside the count
     fs = RecordingFs()
-    store = make_store(env, fs)
+    store = store_with(env, fs)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     lock = os.path.join(env.local, ".lock")
-    lock_opens = [args for name, args in fs.calls if name == "open" and args[0] == lock]
+    calls = fs.resolved()
+    lock_opens = [args for name, *args in calls if name == "open" and args[0] == lock]
     assert len(lock_opens) == 2  # exclusive creation, then the release read
     _, flags, mode = lock_opens[0]
     assert flags & os.O_CREAT and flags & os.O_EXCL and mode == 0o666
-    token_write = next(c for c in fs.calls if c[0] == "write" and c[1][0] == lock)
-    assert token_write[1][1].startswith(f"{os.getpid()}\t".encode())
-    for name, args in fs.calls:
+    token_write = next(c for c in calls if c[0] == "write" and c[1] == lock)
+    assert token_write[2].startswith(f"{os.getpid()}\t".encode())
+    for name, *args in calls:
         if name in ("rename", "link"):
             assert args[1] != lock
         if name == "fsync":
             assert ".tmp-" in args[0]
-    opened = [args[0] for name, args in fs.calls if name == "open"]
+    opened = [args[0] for name, *args in calls if name == "open"]
     assert all(not os.path.isdir(p) for p in opened)
-    fsynced = {args[0] for name, args in fs.calls if name == "fsync"}
+    fsynced = {args[0] for name, *args in calls if name == "fsync"}
     assert len(fsynced) == 2  # topic and index temporaries, nothing else
 
 

@@ -17,12 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reference import lock as lockmod
-from reference.clock import Clock
 from reference.errors import NodeError
 from reference.fs import Fs
 from reference.lock import (
@@ -32,14 +30,16 @@ from reference.lock import (
     try_acquire,
     with_lock,
 )
-from reference.store import Store
 from tests.conftest import NOW_MS, StoreEnv
-
-BUSY = (
-    "Error: memory store is busy (another tool or process holds the lock) — please retry in a "
-    "moment."
+from tests.support import (
+    BUSY,
+    TS,
+    FaultFs,
+    dead_pid,
+    ends,
+    run_promptly,
+    store_with,
 )
-TS = "2026-08-07T01:02:50+00:00"
 
 HOLDER = r"""
 import os, secrets, sys, time
@@ -107,13 +107,6 @@ def holders() -> Iterator[Callable[[str], Holder]]:
     yield make
     for h in made:
         h.close()
-
-
-def dead_pid() -> int:
-    """C-5: the pid of a child that has exited and been reaped."""
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
 
 
 def age_lock(path: str, age_ms: int, now_ms: int = NOW_MS) -> None:
@@ -197,15 +190,6 @@ class EpermFs(Fs):
             raise NodeError(code, "kill")
 
 
-def store_with(env: StoreEnv, fs: Fs | None = None, clock: Clock | None = None) -> Store:
-    return Store(
-        env.sandbox.env(),
-        fs=fs,
-        clock=clock if clock is not None else env.clock,
-        diagnostics=env.diagnostics.append,
-    )
-
-
 def settled(env: StoreEnv) -> dict[str, bytes]:
     env.store.parse_rules()
     return env.snapshot()
@@ -267,15 +251,11 @@ def test_s_lock_2_c4_age_boundary_is_strict(env: StoreEnv) -> None:
 
 
 def test_s_lock_2_create_error_other_than_eexist_raises(env: StoreEnv) -> None:
-    class DeniedFs(Fs):
-        def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-            if path.endswith("/.lock") and flags & os.O_CREAT:
-                raise NodeError(errno.EACCES, "open", path)
-            return super().open(path, flags, mode)
-
+    denied = FaultFs()  # the first open of the lock is its exclusive creation
+    denied.fail("open", match=ends("/.lock"), err=errno.EACCES, nth=None)
     env.store.parse_rules()
     with pytest.raises(NodeError) as e:
-        store_with(env, DeniedFs()).execute_write_memory("T", "c", "s")
+        store_with(env, denied).execute_write_memory("T", "c", "s")
     assert e.value.code == "EACCES"
     assert e.value.message == f"EACCES: permission denied, open '{lock_of(env.local)}'"
     assert os.listdir(env.local) == []
@@ -310,24 +290,21 @@ def test_s_lock_2_lost_race_at_recreate_is_busy(env: StoreEnv) -> None:
     path = put_lock(env.local, str(dead_pid()), 61_000)
     racer = f"{os.getpid() + 1}\t{NOW_MS}\tracer"
 
-    class RacingFs(Fs):
-        def unlink(self, p: str) -> None:
-            super().unlink(p)
-            if p == path:
-                Path(path).write_text(racer)
+    def recreate(_: str) -> None:
+        Path(path).write_text(racer)
 
-    assert try_acquire(RacingFs(), env.clock, path) is None
+    racing = FaultFs()
+    racing.hook("unlink", run=recreate, match=lambda p: p == path, after=True, nth=None)
+    assert try_acquire(racing, env.clock, path) is None
     assert Path(path).read_text() == racer
 
 
 def test_s_lock_2_errors_after_creation_mean_not_acquired(env: StoreEnv) -> None:
     path = put_lock(env.local, str(dead_pid()), 61_000)
 
-    class BrokenFs(Fs):
-        def lstat(self, p: str) -> os.stat_result:
-            raise NodeError(errno.EIO, "lstat", p)
-
-    assert try_acquire(BrokenFs(), env.clock, path) is None
+    broken = FaultFs()
+    broken.fail("lstat", err=errno.EIO, nth=None)
+    assert try_acquire(broken, env.clock, path) is None
     assert os.path.exists(path)
 
 
@@ -464,23 +441,20 @@ def test_s_lock_4_replaced_during_liveness_check(
     spare = holders(os.path.join(env.sandbox.root, "spare", ".lock"))
     replacement = f"{spare.pid}\t{NOW_MS}\treplacement"
 
-    class ReplacingFs(Fs):
-        replaced = False
+    def replace(_: str) -> None:
+        os.unlink(path)
+        Path(path).write_text(replacement)
+        age_lock(path, 61_000 - 5)
 
-        def kill(self, pid: int, sig: int) -> None:
-            if not self.replaced:
-                self.replaced = True
-                os.unlink(path)
-                Path(path).write_text(replacement)
-                age_lock(path, 61_000 - 5)
-            super().kill(pid, sig)
-
-    fs = ReplacingFs()
+    fs = FaultFs()
+    replaced = fs.hook("kill", run=replace)  # at the first liveness probe
     assert try_acquire(fs, env.clock, path) is None
-    assert fs.replaced
+    assert replaced.fired
     assert Path(path).read_text() == replacement
     # through a write: busy, and the replacement lock is intact
-    result = store_with(env, ReplacingFs(), VirtualClock()).execute_write_memory("T", "c", "s")
+    fs = FaultFs()
+    fs.hook("kill", run=replace)
+    result = store_with(env, fs, VirtualClock()).execute_write_memory("T", "c", "s")
     assert result == BUSY
     assert Path(path).read_text() == replacement
     assert sorted(os.listdir(env.local)) == [".lock"]
@@ -489,21 +463,16 @@ def test_s_lock_4_replaced_during_liveness_check(
 def test_s_lock_4_mtime_compared_to_the_millisecond(env: StoreEnv) -> None:
     path = put_lock(env.local, str(dead_pid()), 61_000)
 
-    class TouchingFs(Fs):
-        probes = 0
+    def touch(_: str) -> None:
+        t = os.lstat(path).st_mtime_ns + 1_000_000
+        os.utime(path, ns=(t, t))
 
-        def kill(self, pid: int, sig: int) -> None:
-            self.probes += 1
-            st = os.lstat(path)
-            t = st.st_mtime_ns + 1_000_000
-            os.utime(path, ns=(t, t))
-            super().kill(pid, sig)
-
-    fs = TouchingFs()
+    fs = FaultFs()
+    probes = fs.hook("kill", run=touch, nth=None)
     clock = VirtualClock()
     result = store_with(env, fs, clock).execute_write_memory("T", "c", "s")
     assert result == BUSY
-    assert fs.probes == 25
+    assert probes.fired == 25
     assert os.path.exists(path) and sorted(os.listdir(env.local)) == [".lock"]
 
 
@@ -538,15 +507,14 @@ def test_s_lock_5_release_only_own_token(env: StoreEnv, tmp_path: Path) -> None:
 def test_s_lock_5_replaced_lock_left_alone(env: StoreEnv) -> None:
     other = f"{os.getpid() + 1}\t{NOW_MS}\tsomeoneelse"
 
-    class ReplaceFs(Fs):
-        def rename(self, src: str, dst: str) -> None:
-            super().rename(src, dst)
-            if dst.endswith("MEMORY.md"):
-                lock = lock_of(env.local)
-                os.unlink(lock)
-                Path(lock).write_text(other)
+    def replace(_: str) -> None:
+        lock = lock_of(env.local)
+        os.unlink(lock)
+        Path(lock).write_text(other)
 
-    result = store_with(env, ReplaceFs()).execute_write_memory("T", "c", "s")
+    fs = FaultFs()
+    fs.hook("rename", run=replace, match=ends("MEMORY.md"), after=True, nth=None)
+    result = store_with(env, fs).execute_write_memory("T", "c", "s")
     assert result == 'Created memory topic "T" (t.md).'
     assert Path(lock_of(env.local)).read_text() == other
 
@@ -554,25 +522,13 @@ def test_s_lock_5_replaced_lock_left_alone(env: StoreEnv) -> None:
 def test_s_lock_5_a4_fifo_swapped_in_does_not_block_release(env: StoreEnv) -> None:
     lock = lock_of(env.local)
 
-    class FifoFs(Fs):
-        def rename(self, src: str, dst: str) -> None:
-            super().rename(src, dst)
-            if dst.endswith("MEMORY.md"):
-                os.unlink(lock)
-                os.mkfifo(lock)
+    def swap_in_fifo(_: str) -> None:
+        os.unlink(lock)
+        os.mkfifo(lock)
 
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        box["result"] = store_with(env, FifoFs()).execute_write_memory("T", "c", "s")
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(5)
-    if t.is_alive():
-        os.close(os.open(lock, os.O_WRONLY | os.O_NONBLOCK))
-        t.join(5)
-        pytest.fail("release blocked on a FIFO lock")
+    fs = FaultFs()
+    fs.hook("rename", run=swap_in_fifo, match=ends("MEMORY.md"), after=True, nth=None)
+    box = run_promptly(lambda: store_with(env, fs).execute_write_memory("T", "c", "s"), lock)
     assert box["result"] == 'Created memory topic "T" (t.md).'
     assert stat.S_ISFIFO(os.lstat(lock).st_mode)
 
@@ -708,20 +664,16 @@ def test_s_lock_8_busy_text_for_all_mutations(
 def test_s_lock_8_every_store_write_happens_under_own_lock(env: StoreEnv) -> None:
     checked: list[str] = []
 
-    class CheckingFs(Fs):
-        def _check(self, dst: str) -> None:
-            directory = os.path.dirname(dst)
-            with open(lock_of(directory)) as f:
-                assert f.read().startswith(f"{os.getpid()}\t")
-            checked.append(os.path.basename(dst))
+    def check(dst: str) -> None:
+        with open(lock_of(os.path.dirname(dst))) as f:
+            assert f.read().startswith(f"{os.getpid()}\t")
+        checked.append(os.path.basename(dst))
 
-        def rename(self, src: str, dst: str) -> None:
-            self._check(dst)
-            super().rename(src, dst)
-
+    fs = FaultFs()
+    fs.hook("rename", run=check, nth=None)
     env.shared_mode()
     env.store.parse_rules()
-    store = store_with(env, CheckingFs())
+    store = store_with(env, fs)
     store.execute_write_memory("A", "a", "a")
     store.execute_pin_memory("A", True)
     store.execute_pin_memory("A", False)
@@ -782,14 +734,13 @@ def test_s_lock_9_policy_follows_the_directory(
 def test_s_lock_9_directory_resolved_once(env: StoreEnv) -> None:
     rules = os.path.join(env.agent, "memory.jsonc")
 
-    class TogglingFs(Fs):
-        def rename(self, src: str, dst: str) -> None:
-            if dst.endswith("/t.md"):
-                Path(rules).write_text('{"shared_dir": true}')
-            super().rename(src, dst)
+    def toggle(_: str) -> None:
+        Path(rules).write_text('{"shared_dir": true}')
 
+    fs = FaultFs()
+    fs.hook("rename", run=toggle, match=ends("/t.md"), nth=None)
     env.store.parse_rules()
-    store = store_with(env, TogglingFs())
+    store = store_with(env, fs)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     assert sorted(os.listdir(env.local)) == ["MEMORY.md", "t.md"]
     assert env.read("agent/memory/MEMORY.md") == f"# Memory Index\n\n\n- [T](t.md) {TS} -- s"
@@ -852,24 +803,11 @@ def test_s_lock_10_concurrent_writes_in_one_process(env: StoreEnv) -> None:
 
 
 def test_s_lock_2_a13_failed_token_write_leaves_no_lock(env: StoreEnv) -> None:
-    class FullFs(Fs):
-        def __init__(self) -> None:
-            self.lock_fds: set[int] = set()
-
-        def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-            fd = super().open(path, flags, mode)
-            if path.endswith("/.lock") and flags & os.O_CREAT:
-                self.lock_fds.add(fd)
-            return fd
-
-        def write(self, fd: int, data: bytes) -> int:
-            if fd in self.lock_fds:
-                raise NodeError(errno.ENOSPC, "write")
-            return super().write(fd, data)
-
+    full = FaultFs()  # only the lock's creator writes to it
+    full.fail("write", match=ends("/.lock"), err=errno.ENOSPC, nth=None)
     before = settled(env)
     with pytest.raises(NodeError) as e:
-        store_with(env, FullFs()).execute_write_memory("T", "c", "s")
+        store_with(env, full).execute_write_memory("T", "c", "s")
     assert e.value.code == "ENOSPC"
     assert e.value.message == "ENOSPC: no space left on device, write"
     assert not env.exists("agent/memory/.lock")

@@ -5,79 +5,36 @@ Expected shared-index bytes were taken from the JS core 0.3.9 run on the same st
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import stat
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
 
 import pytest
 
-from reference.errors import JsError, NodeError
-from reference.fs import Fs
-from reference.store import Store
+from reference.errors import JsError
 from tests.conftest import NOW_MS, StoreEnv
+from tests.support import (
+    FaultFs,
+    RecordingFs,
+    dead_pid,
+    live_token,
+    put_memory,
+    run_on_fresh_store,
+    store_with,
+)
 
-REPO = str(Path(__file__).resolve().parents[2])
 L = "agent/memory/"
 S = "home/.agents/memory/"
 SENTINEL = L + ".shared-dir-migrated"
 
 
-class RecordingFs(Fs):
-    """Logs path-based calls; can fail the rename onto one target."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-        self.fail_rename_to: str | None = None
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.events.append(("open-excl" if flags & os.O_EXCL else "open", path))
-        return super().open(path, flags, mode)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.events.append(("rename", dst))
-        if dst == self.fail_rename_to:
-            raise NodeError(5, "rename", src, dst)
-        super().rename(src, dst)
-
-    def link(self, src: str, dst: str) -> None:
-        self.events.append(("link", dst))
-        super().link(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.events.append(("unlink", path))
-        super().unlink(path)
-
-    def mkdir(self, path: str) -> None:
-        self.events.append(("mkdir", path))
-        super().mkdir(path)
-
-
-def store_with(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
-
-
-def local_store(env: StoreEnv, index: str, files: dict[str, str | bytes]) -> None:
-    env.put(L + "MEMORY.md", index)
-    for name, content in files.items():
-        env.put(L + name, content)
+def local_store(env: StoreEnv, index: str, files: Mapping[str, str | bytes]) -> None:
+    put_memory(env, L, index, files)
 
 
 def under(snap: dict[str, bytes], prefix: str) -> dict[str, bytes]:
     return {k: v for k, v in snap.items() if k.startswith(prefix)}
-
-
-def live_token() -> str:
-    return f"{os.getpid()}\t{NOW_MS}\tco-tenant"
-
-
-def dead_pid() -> int:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return child.pid
 
 
 ABC = "# Memory Index\n\n- [A](a.md) 2026-01-01 -- a\n- [B](b.md) 2026-01-02 -- b\n"
@@ -155,7 +112,7 @@ def test_s_migrate_2_live_shared_lock_no_sentinel(env: StoreEnv) -> None:
     assert store.get_memory_dir() == env.shared
     assert env.snapshot() == before
     # One single attempt on each lock: no polling.
-    creates = [p for kind, p in fs.events if kind == "open-excl"]
+    creates = [p for kind, p in fs.events() if kind == "open-excl"]
     assert creates == [env.local + "/.lock", env.shared + "/.lock"]
     assert env.diagnostics == []
     # The flag stayed unset: once the co-tenant is gone, the next resolution merges.
@@ -204,7 +161,8 @@ def test_s_migrate_2_order_of_locks_sentinel_and_release(env: StoreEnv) -> None:
         ("unlink", shared_lock),
         ("unlink", local_lock),
     ]
-    positions = [fs.events.index(step) for step in steps]
+    events = fs.events()
+    positions = [events.index(step) for step in steps]
     assert positions == sorted(positions)
     assert env.read(SENTINEL) == ""
 
@@ -229,8 +187,10 @@ def test_s_migrate_2_error_gives_diagnostic_and_retries(env: StoreEnv) -> None:
 def test_s_migrate_2_failed_sentinel_write_then_completion(env: StoreEnv) -> None:
     local_store(env, ABC, {"a.md": "A", "b.md": "B"})
     env.shared_mode()
-    fs = RecordingFs()
-    fs.fail_rename_to = env.local + "/.shared-dir-migrated"
+    fs = FaultFs()
+    sentinel_write = fs.fail(
+        "rename", match=lambda p: p == env.local + "/.shared-dir-migrated", err=errno.EIO, nth=None
+    )
     store = store_with(env, fs)
     assert store.get_memory_dir() == env.shared
     assert len(env.diagnostics) == 1
@@ -242,7 +202,7 @@ def test_s_migrate_2_failed_sentinel_write_then_completion(env: StoreEnv) -> Non
     assert not env.exists(S + ".lock") and not env.exists(L + ".lock")
     merged = "# Memory Index\n- [A](a.md) 2026-01-01 -- a\n- [B](b.md) 2026-01-02 -- b\n"
     assert env.read(S + "MEMORY.md") == merged
-    fs.fail_rename_to = None
+    fs.faults.remove(sentinel_write)
     assert store.get_memory_dir() == env.shared
     assert env.exists(SENTINEL)
     assert env.read(S + "MEMORY.md") == merged  # the rerun recognises its own copies
@@ -505,28 +465,12 @@ def test_s_migrate_4_uppercase_extension_identical_is_fine(env: StoreEnv) -> Non
     assert env.exists(SENTINEL)
 
 
-def _child_get_memory_dir(env: StoreEnv, timeout: float) -> dict[str, Any]:
-    code = (
-        "import json, sys\n"
-        f"sys.path.insert(0, {REPO!r})\n"
-        "from reference.clock import ControlledClock\n"
-        "from reference.store import Store\n"
-        "diags = []\n"
-        f"store = Store(json.loads(sys.argv[1]), clock=ControlledClock({NOW_MS}),"
-        " diagnostics=diags.append)\n"
-        "first = store.get_memory_dir()\n"
-        "second = store.get_memory_dir()\n"
-        "print(json.dumps({'dirs': [first, second], 'diags': diags}))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(env.sandbox.env())],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+# Run by run_on_fresh_store in a fresh process, where `store`, `diags` and `describe` exist.
+GET_MEMORY_DIR_CHILD = (
+    "first = store.get_memory_dir()\n"
+    "second = store.get_memory_dir()\n"
+    "print(json.dumps({'dirs': [first, second], 'diags': diags}))\n"
+)
 
 
 def test_s_migrate_4_a12_uppercase_extension_collision_terminates(env: StoreEnv) -> None:
@@ -537,7 +481,7 @@ def test_s_migrate_4_a12_uppercase_extension_collision_terminates(env: StoreEnv)
     )
     env.put(S + "Up.MD", "foreign\n")
     env.shared_mode()
-    result = _child_get_memory_dir(env, timeout=8)
+    result = run_on_fresh_store(env, GET_MEMORY_DIR_CHILD, timeout=8)
     assert result["dirs"] == [env.shared, env.shared]
     prefix = "[openpi-memory] shared_dir carry-over failed: "
     assert len(result["diags"]) == 2  # the error recurs on every resolution
@@ -621,8 +565,8 @@ def test_s_migrate_6_sentinel_empty_0600_and_suppresses_everywhere(env: StoreEnv
 def test_s_migrate_6_no_sentinel_after_failed_merge(env: StoreEnv) -> None:
     local_store(env, ABC, {"a.md": "A", "b.md": "B"})
     env.shared_mode()
-    fs = RecordingFs()
-    fs.fail_rename_to = env.shared + "/b.md"
+    fs = FaultFs()
+    fs.fail("rename", match=lambda p: p == env.shared + "/b.md", err=errno.EIO, nth=None)
     store_with(env, fs).get_memory_dir()
     assert not env.exists(SENTINEL)
     assert env.read(S + "a.md") == "A"

@@ -5,17 +5,12 @@ Values marked "Node" were observed with the JS core 0.3.9 / Node 20 ``path.join`
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import pwd
 import re
 import stat
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -23,53 +18,16 @@ from hypothesis import strategies as st
 
 from harness.sandbox import SNAPSHOT_DIR
 from reference.errors import JsError, NodeError
-from reference.fs import Fs
 from reference.paths import StorePaths, index_path, join, lock_path, normalize, tombstones_path
 from reference.session import Session
 from reference.store import Store
 from tests.conftest import StoreEnv
+from tests.support import CONFIG_DIAG, FALLBACK_RULES, FaultFs, ends, run_python, store_with
 
-REPO = Path(__file__).resolve().parents[2]
-DIAG = "[openpi-memory] memory.jsonc parse failed, using defaults: "
 ASSISTANT = [{"role": "assistant", "content": [{"type": "text", "text": "working on it"}]}]
 
 settings.register_profile("memconform-paths", deadline=None, max_examples=300, database=None)
 settings.load_profile("memconform-paths")
-
-
-def store_for(env: StoreEnv, **overrides: str) -> Store:
-    return Store(
-        {**env.sandbox.env(), **overrides}, clock=env.clock, diagnostics=env.diagnostics.append
-    )
-
-
-def run_child(code: str, env: dict[str, str], cwd: str) -> Any:
-    """A fresh interpreter (a fresh process, so paths are captured anew); its JSON output."""
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**env, "PYTHONPATH": str(REPO)},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=True,
-    )
-    return json.loads(proc.stdout)
-
-
-class HookFs(Fs):
-    """Runs ``hook(op, path)`` before every rename/open, to look inside an operation."""
-
-    def __init__(self, hook: Callable[[str, str], None]) -> None:
-        self.hook = hook
-
-    def rename(self, src: str, dst: str) -> None:
-        self.hook("rename", dst)
-        super().rename(src, dst)
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.hook("open", path)
-        return super().open(path, flags, mode)
 
 
 # --- S-PATH-1 agent directory ----------------------------------------------------------
@@ -139,7 +97,7 @@ def test_s_path_1_empty_agent_dir_is_relative_and_bootstrap_fails(tmp_path: Path
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     variables = {**os.environ, "PI_CODING_AGENT_DIR": "", "HOME": str(tmp_path), "TZ": "UTC"}
-    out = run_child(EMPTY_AGENT_CHILD, variables, str(cwd))
+    out = run_python(EMPTY_AGENT_CHILD, env=variables, cwd=cwd)
     assert (out["rules"], out["handoff"], out["local"], out["dir"]) == (
         "memory.jsonc",
         "HANDOFF.md",
@@ -147,20 +105,8 @@ def test_s_path_1_empty_agent_dir_is_relative_and_bootstrap_fails(tmp_path: Path
         "memory",
     )
     assert out["legacy"] == "memory/RULES.jsonc"
-    fallback = {
-        "alwaysPersist": [],
-        "neverPersist": [],
-        "alwaysAsk": [],
-        "maxLines": 300,
-        "staleAfterDays": 180,
-        "injectEveryNTurns": 5,
-        "handoffKeep": 3,
-        "autoResumeAfterThreshold": False,
-        "consolidateOnCompact": False,
-        "sharedDir": False,
-    }
-    assert out["first"] == out["second"] == fallback
-    assert out["diags"] == [DIAG + "ENOENT: no such file or directory, mkdir ''"]  # Node
+    assert out["first"] == out["second"] == FALLBACK_RULES
+    assert out["diags"] == [CONFIG_DIAG + "ENOENT: no such file or directory, mkdir ''"]  # Node
     assert list(cwd.iterdir()) == []
 
 
@@ -169,7 +115,7 @@ def test_s_path_1_empty_agent_dir_reads_config_in_cwd(tmp_path: Path) -> None:
     cwd.mkdir()
     (cwd / "memory.jsonc").write_text('{"max_lines": 66, "shared_dir": false}')
     variables = {**os.environ, "PI_CODING_AGENT_DIR": "", "HOME": str(tmp_path), "TZ": "UTC"}
-    out = run_child(EMPTY_AGENT_CHILD, variables, str(cwd))
+    out = run_python(EMPTY_AGENT_CHILD, env=variables, cwd=cwd)
     assert out["first"]["maxLines"] == 66
     assert out["diags"] == []
     assert sorted(p.name for p in cwd.iterdir()) == ["memory.jsonc"]
@@ -181,7 +127,7 @@ def test_s_path_1_empty_agent_dir_reads_config_in_cwd(tmp_path: Path) -> None:
 def test_s_path_2_shared_home_from_environment(env: StoreEnv, tmp_path: Path) -> None:
     other = tmp_path / "T"
     other.mkdir()
-    store = store_for(env, PI_SHARED_MEMORY_HOME=str(other))
+    store = env.new_store(PI_SHARED_MEMORY_HOME=str(other))
     assert store.paths.shared_dir == f"{other}/.agents/memory"
     env.shared_mode()
     assert store.get_memory_dir() == f"{other}/.agents/memory"
@@ -278,7 +224,10 @@ def test_s_path_5_names_inside_a_directory(env: StoreEnv) -> None:
     def hook(op: str, path: str) -> None:
         seen.append((op, path, os.path.exists(f"{d}/.lock")))
 
-    store = Store(env.sandbox.env(), fs=HookFs(hook), clock=env.clock)
+    fs = FaultFs()
+    fs.hook("rename", run=lambda path: hook("rename", path), nth=None)
+    fs.hook("open", run=lambda path: hook("open", path), nth=None)
+    store = store_with(env, fs)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     renames = [(p, locked) for op, p, locked in seen if op == "rename"]
     assert renames == [(f"{d}/t.md", True), (f"{d}/MEMORY.md", True)]
@@ -307,13 +256,14 @@ def test_s_path_6_flag_change_during_write_keeps_shared_mode(env: StoreEnv) -> N
     env.put("home/.agents/memory/.ocl-removed", "t.md\nother.md\n")
     flipped: list[str] = []
 
-    def hook(op: str, path: str) -> None:
-        if op == "rename" and path.endswith("/t.md") and not flipped:
-            assert os.path.exists(f"{env.shared}/.lock")  # the shared lock is held
-            env.config('{"shared_dir": false}')
-            flipped.append(path)
+    def flip(path: str) -> None:
+        assert os.path.exists(f"{env.shared}/.lock")  # the shared lock is held
+        env.config('{"shared_dir": false}')
+        flipped.append(path)
 
-    store = Store(env.sandbox.env(), fs=HookFs(hook), clock=env.clock)
+    fs = FaultFs()
+    fs.hook("rename", run=flip, match=ends("/t.md"))  # the first rename onto t.md
+    store = store_with(env, fs)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     assert flipped == [f"{env.shared}/t.md"]
     assert env.read("home/.agents/memory/.ocl-removed") == "other.md\n"
@@ -323,7 +273,7 @@ def test_s_path_6_flag_change_during_write_keeps_shared_mode(env: StoreEnv) -> N
 
 def test_s_path_6_local_dir_equal_to_shared_dir_is_shared_mode(env: StoreEnv) -> None:
     agent = f"{env.sandbox.home}/.agents"
-    store = store_for(env, PI_CODING_AGENT_DIR=agent)
+    store = env.new_store(PI_CODING_AGENT_DIR=agent)
     assert store.paths.local_dir == store.paths.shared_dir
     assert store.parse_rules().shared_dir is False
     store.execute_write_memory("T", "c", "s")
@@ -404,7 +354,7 @@ def test_s_path_7_join_matches_node_model(segments: list[str]) -> None:
 
 def test_s_path_7_environment_values_are_normalised(env: StoreEnv) -> None:
     raw = f"{env.sandbox.root}//x/../agent/./"
-    store = store_for(env, PI_CODING_AGENT_DIR=raw, PI_SHARED_MEMORY_HOME=f"{env.sandbox.home}/")
+    store = env.new_store(PI_CODING_AGENT_DIR=raw, PI_SHARED_MEMORY_HOME=f"{env.sandbox.home}/")
     assert store.paths.memory_rules == f"{env.agent}/memory.jsonc"
     assert store.paths.local_dir == env.local
     assert store.paths.shared_dir == env.shared
@@ -416,9 +366,9 @@ def test_s_path_7_environment_values_are_normalised(env: StoreEnv) -> None:
 def test_s_path_7_observable_strings_use_joined_paths(env: StoreEnv) -> None:
     raw = f"{env.sandbox.root}//x/../agent/./"
     os.mkfifo(f"{env.agent}/memory.jsonc")
-    store = store_for(env, PI_CODING_AGENT_DIR=raw)
+    store = env.new_store(PI_CODING_AGENT_DIR=raw)
     store.parse_rules()
-    assert env.diagnostics == [DIAG + f"Unsafe non-regular file: {env.agent}/memory.jsonc"]
+    assert env.diagnostics == [CONFIG_DIAG + f"Unsafe non-regular file: {env.agent}/memory.jsonc"]
     os.unlink(f"{env.agent}/memory.jsonc")
     os.makedirs(env.local)
     os.mkfifo(f"{env.local}/MEMORY.md")
@@ -473,7 +423,7 @@ def test_s_path_8_parse_rules_creates_agent_dir_only_when_config_missing(env: St
 
 def test_s_path_8_handoff_write_does_not_create_agent_dir(env: StoreEnv) -> None:
     missing = f"{env.sandbox.root}/missing/agent"
-    store = store_for(env, PI_CODING_AGENT_DIR=missing)
+    store = env.new_store(PI_CODING_AGENT_DIR=missing)
     with pytest.raises(NodeError) as caught:
         store.write_handoff(ASSISTANT, "threshold", 3)
     assert caught.value.code == "ENOENT"

@@ -11,14 +11,10 @@ import time
 import pytest
 
 from reference.errors import JsTypeError
-from reference.fs import Fs
 from reference.lock import LOCK_BUSY_MESSAGE
-from reference.store import Store
 from reference.text import UNDEFINED
-from tests.conftest import NOW_MS, StoreEnv
-
-LOCAL = "agent/memory/"
-SHARED = "home/.agents/memory/"
+from tests.conftest import StoreEnv
+from tests.support import LOCAL, SHARED, RecordingFs, live_token, put_memory, store_with
 
 INDEX = (
     "# Memory Index\n\n"
@@ -32,39 +28,9 @@ REDIS_PINNED = "- [Redis Commands](redis-commands.md) [pin] 2026-08-01 -- r"
 
 
 def seed(env: StoreEnv, base: str = LOCAL, index: str = INDEX) -> None:
-    env.put(base + "MEMORY.md", index)
-    for name in ("redis-commands.md", "zeta-one.md", "zeta-two.md", "flag.md"):
-        env.put(base + name, f"body of {name}\n")
+    names = ("redis-commands.md", "zeta-one.md", "zeta-two.md", "flag.md")
+    put_memory(env, base, index, {name: f"body of {name}\n" for name in names})
     env.store.parse_rules()
-
-
-class RecordingFs(Fs):
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.calls.append(("open", path))
-        return super().open(path, flags, mode)
-
-    def stat(self, path: str) -> os.stat_result:
-        self.calls.append(("stat", path))
-        return super().stat(path)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self.calls.append(("lstat", path))
-        return super().lstat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.calls.append(("rename", dst))
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.calls.append(("unlink", path))
-        super().unlink(path)
-
-
-def store_with(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
 
 
 def pinned_text(verb: str, name: str, before: str, after: str) -> str:
@@ -91,7 +57,7 @@ def test_s_pin_1_no_index_not_found_ambiguous(env: StoreEnv) -> None:
 
 def test_s_pin_1_busy_lock(env: StoreEnv) -> None:
     seed(env)
-    env.put(LOCAL + ".lock", f"{os.getpid()}\t{NOW_MS}\tlive")
+    env.put(LOCAL + ".lock", live_token("live"))
     before = env.snapshot()
     start = time.monotonic()
     assert env.store.execute_pin_memory(topic="Redis", pin=True) == LOCK_BUSY_MESSAGE
@@ -335,8 +301,8 @@ def test_s_pin_5_topic_files_and_removal_list_untouched(env: StoreEnv) -> None:
     store = store_with(env, fs)
     store.execute_pin_memory(topic="Redis", pin=True)
     store.execute_pin_memory(topic="Redis", pin=False)
-    assert not [p for _, p in fs.calls if ".ocl-removed" in p]
+    assert not [p for _, p in fs.paths() if ".ocl-removed" in p]
     topics = {f"{env.shared}/{n}" for n in ("redis-commands.md", "zeta-one.md", "flag.md")}
-    assert [(op, p) for op, p in fs.calls if p in topics and op != "lstat"] == []
+    assert [(op, p) for op, p in fs.paths() if p in topics and op != "lstat"] == []
     after = env.snapshot()
     assert after == before  # pin then unpin restores the index bytes; nothing else changed

@@ -12,15 +12,19 @@ import time
 import pytest
 
 from reference.errors import JsError, JsTypeError, NodeError
-from reference.fs import Fs
 from reference.lock import LOCK_BUSY_MESSAGE
-from reference.store import Store
 from reference.text import UNDEFINED
-from tests.conftest import NOW_MS, StoreEnv
-
-TS = "2026-08-07T01:02:50+00:00"
-LOCAL = "agent/memory/"
-SHARED = "home/.agents/memory/"
+from tests.conftest import StoreEnv
+from tests.support import (
+    LOCAL,
+    SHARED,
+    FaultFs,
+    RecordingFs,
+    ends,
+    live_token,
+    put_memory,
+    store_with,
+)
 
 INDEX = (
     "# Memory Index\n\n"
@@ -34,48 +38,8 @@ FILES = ("redis-commands.md", "zeta-one.md", "zeta-two.md", "pinned.md", "temp-n
 
 
 def seed(env: StoreEnv, base: str = LOCAL, index: str = INDEX) -> None:
-    env.put(base + "MEMORY.md", index)
-    for name in FILES:
-        env.put(base + name, f"body of {name}\n")
+    put_memory(env, base, index, {name: f"body of {name}\n" for name in FILES})
     env.store.parse_rules()  # bootstrap memory.jsonc before any snapshot
-
-
-class RecordingFs(Fs):
-    """Records the paths of path-taking calls, in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.calls.append(("open", path))
-        return super().open(path, flags, mode)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self.calls.append(("lstat", path))
-        return super().lstat(path)
-
-    def stat(self, path: str) -> os.stat_result:
-        self.calls.append(("stat", path))
-        return super().stat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.calls.append(("rename", dst))
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.calls.append(("unlink", path))
-        super().unlink(path)
-
-
-class FailIndexRename(Fs):
-    def rename(self, src: str, dst: str) -> None:
-        if dst.endswith("/MEMORY.md"):
-            raise NodeError(errno.EIO, "rename", src, dst)
-        super().rename(src, dst)
-
-
-def store_with(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
 
 
 # --- S-REMOVE-1 prologue ---------------------------------------------------------------
@@ -99,7 +63,7 @@ def test_s_remove_1_dangling_index_symlink_counts_as_missing(env: StoreEnv) -> N
 
 def test_s_remove_1_busy_lock_returns_busy_message(env: StoreEnv) -> None:
     seed(env)
-    env.put(LOCAL + ".lock", f"{os.getpid()}\t{NOW_MS}\tlive")
+    env.put(LOCAL + ".lock", live_token("live"))
     before = env.snapshot()
     start = time.monotonic()
     assert env.store.execute_remove_memory(topic="Redis Commands") == LOCK_BUSY_MESSAGE
@@ -297,7 +261,7 @@ def test_s_remove_4_shared_tombstone_recorded_before_index_write(env: StoreEnv) 
     assert store_with(env, fs).execute_remove_memory(topic="Temp Notes") == (
         'Removed "Temp Notes" from the index. Topic file is preserved on disk.'
     )
-    renames = [p for op, p in fs.calls if op == "rename"]
+    renames = [p for _, p in fs.paths("rename")]
     assert renames == [f"{env.shared}/.ocl-removed", f"{env.shared}/MEMORY.md"]
     assert env.read(SHARED + ".ocl-removed") == "temp-notes.md\n"
     assert "temp-notes.md" not in env.read(SHARED + "MEMORY.md")
@@ -307,8 +271,10 @@ def test_s_remove_4_failed_index_write_leaves_tombstone_and_old_index(env: Store
     env.shared_mode()
     seed(env, SHARED)
     env.store.get_memory_dir()
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EIO, nth=None)
     with pytest.raises(NodeError) as info:
-        store_with(env, FailIndexRename()).execute_remove_memory(topic="Temp Notes")
+        store_with(env, fs).execute_remove_memory(topic="Temp Notes")
     assert info.value.code == "EIO"
     assert env.read(SHARED + "MEMORY.md") == INDEX
     assert env.read(SHARED + ".ocl-removed") == "temp-notes.md\n"
@@ -339,7 +305,7 @@ def test_s_remove_5_topic_file_never_opened_or_written(env: StoreEnv) -> None:
     fs = RecordingFs()
     store_with(env, fs).execute_remove_memory(topic="Temp Notes")
     topic = f"{env.local}/temp-notes.md"
-    assert [op for op, p in fs.calls if p == topic and op != "lstat"] == []
+    assert [op for op, p in fs.paths() if p == topic and op != "lstat"] == []
     st2 = os.stat(env.sandbox.path(LOCAL + "temp-notes.md"))
     assert (st2.st_ino, st2.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
@@ -382,4 +348,4 @@ def test_s_remove_5_local_existing_list_neither_read_nor_changed(env: StoreEnv) 
     assert store_with(env, fs).execute_remove_memory(topic="Temp Notes") == (
         'Removed "Temp Notes" from the index. Topic file is preserved on disk.'
     )
-    assert not [p for _, p in fs.calls if ".ocl-removed" in p]
+    assert not [p for _, p in fs.paths() if ".ocl-removed" in p]

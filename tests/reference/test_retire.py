@@ -5,14 +5,13 @@ Expected index bytes were checked against the JS core 0.3.9 on the same stores.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 
-from reference.errors import NodeError
-from reference.fs import Fs
 from reference.lock import LOCK_BUSY_MESSAGE
-from reference.store import Store
-from tests.conftest import NOW_MS, StoreEnv
+from tests.conftest import StoreEnv
+from tests.support import FaultFs, RecordingFs, live_token, store_with
 
 L = "agent/memory/"
 S = "home/.agents/memory/"
@@ -22,40 +21,13 @@ DEFERRED = f"[openpi-memory] recap cleanup deferred: {LOCK_BUSY_MESSAGE}"
 FAILED = "[openpi-memory] failed to retire last-session-recap index entries: "
 
 
-class RecordingFs(Fs):
-    """Logs renames, exclusive opens and unlinks; can fail the rename onto one target."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-        self.fail_rename_to: str | None = None
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        if flags & os.O_EXCL:
-            self.events.append(("open-excl", path))
-        return super().open(path, flags, mode)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.events.append(("rename", dst))
-        if dst == self.fail_rename_to:
-            raise NodeError(5, "rename", src, dst)
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self.events.append(("unlink", path))
-        super().unlink(path)
-
-
-def store_with(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
-
-
 def both_indexes(env: StoreEnv, text: str) -> None:
     env.put(L + "MEMORY.md", text)
     env.put(S + "MEMORY.md", text)
 
 
 def co_tenant_lock(env: StoreEnv, rel_dir: str) -> str:
-    return env.put(rel_dir + ".lock", f"{os.getpid()}\t{NOW_MS}\tco-tenant")
+    return env.put(rel_dir + ".lock", live_token())
 
 
 # --- S-RETIRE-1 ----------------------------------------------------------------------------
@@ -75,7 +47,7 @@ def test_s_retire_1_local_before_shared(env: StoreEnv) -> None:
     both_indexes(env, f"{RECAP}\n")
     fs = RecordingFs()
     store_with(env, fs).retire_recap_entries()
-    renames = [p for kind, p in fs.events if kind == "rename"]
+    renames = [p for _, p in fs.paths("rename")]
     assert renames == [
         env.local + "/MEMORY.md",
         env.shared + "/.ocl-removed",
@@ -117,7 +89,7 @@ def test_s_retire_2_busy_shared_lock_defers_after_full_window(env: StoreEnv) -> 
     assert 2.9 <= elapsed < 10
     assert env.diagnostics == [DEFERRED]
     assert {k: v for k, v in env.snapshot().items() if k.startswith(S)} == shared_before
-    assert env.read(S + ".lock") == f"{os.getpid()}\t{NOW_MS}\tco-tenant"
+    assert env.read(S + ".lock") == live_token()
     assert env.read(L + "MEMORY.md") == f"# Memory Index\n\n{KEEP}\n"
 
 
@@ -141,9 +113,10 @@ def test_s_retire_2_mutation_under_each_directory_lock(env: StoreEnv) -> None:
     store_with(env, fs).retire_recap_entries()
     for directory in (env.local, env.shared):
         lock = directory + "/.lock"
-        take = fs.events.index(("open-excl", lock))
-        write = fs.events.index(("rename", directory + "/MEMORY.md"))
-        release = fs.events.index(("unlink", lock))
+        events = fs.events()
+        take = events.index(("open-excl", lock))
+        write = events.index(("rename", directory + "/MEMORY.md"))
+        release = events.index(("unlink", lock))
         assert take < write < release
     assert not env.exists(L + ".lock") and not env.exists(S + ".lock")
 
@@ -211,7 +184,7 @@ def test_s_retire_4_nothing_dropped_nothing_written(env: StoreEnv) -> None:
     stats = [os.stat(p) for p in paths]
     fs = RecordingFs()
     store_with(env, fs).retire_recap_entries()
-    assert [kind for kind, _ in fs.events if kind == "rename"] == []
+    assert fs.named("rename") == []
     assert [(os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in paths] == [
         (st.st_ino, st.st_mtime_ns) for st in stats
     ]
@@ -223,7 +196,7 @@ def test_s_retire_4_shared_tombstone_before_index(env: StoreEnv) -> None:
     env.put(S + ".ocl-removed", "x.md\n\nbad\nx.md\n")
     fs = RecordingFs()
     store_with(env, fs).retire_recap_entries()
-    renames = [p for kind, p in fs.events if kind == "rename"]
+    renames = [p for _, p in fs.paths("rename")]
     assert renames == [env.shared + "/.ocl-removed", env.shared + "/MEMORY.md"]
     assert env.read(S + ".ocl-removed") == "x.md\nlast-session-recap.md\n"
     assert env.read(S + "MEMORY.md") == ""
@@ -285,8 +258,8 @@ def test_s_retire_5_symlinked_shared_index(env: StoreEnv) -> None:
 
 def test_s_retire_5_write_failure_is_a_diagnostic(env: StoreEnv) -> None:
     both_indexes(env, f"{RECAP}\n{KEEP}\n")
-    fs = RecordingFs()
-    fs.fail_rename_to = env.local + "/MEMORY.md"
+    fs = FaultFs()
+    fs.fail("rename", match=lambda p: p == env.local + "/MEMORY.md", err=errno.EIO, nth=None)
     assert store_with(env, fs).retire_recap_entries() is None
     assert len(env.diagnostics) == 1
     assert env.diagnostics[0].startswith(f"{FAILED}EIO: i/o error, rename '{env.local}/MEMORY.md")

@@ -33,7 +33,7 @@ def ask(server: Server, op: str, args: dict[str, Any] | None = None, rid: int = 
 
 @pytest.fixture
 def server(env: StoreEnv) -> Server:
-    return Server(Store(env.sandbox.env(), clock=env.clock, diagnostics=env.diagnostics.append))
+    return Server(env.new_store())
 
 
 def test_server_lists_every_design_op(server: Server) -> None:

@@ -14,19 +14,12 @@ from typing import Any
 import pytest
 
 from reference.compaction import build_compaction_consolidation_prompt, build_consolidation_prompt
-from reference.fs import Fs
 from reference.session import SentMessage, Session
-from reference.store import Store
 from reference.text import UNDEFINED
-from tests.conftest import NOW_MS, StoreEnv
+from tests.conftest import StoreEnv
+from tests.support import BUSY, IDX, TS, FaultFs, RecordingFs, hold_lock, store_with
 
-IDX = "agent/memory/MEMORY.md"
-TS = "2026-08-07T01:02:50+00:00"
 BASE = "BASE_PROMPT"
-BUSY = (
-    "Error: memory store is busy (another tool or process holds the lock) — "
-    "please retry in a moment."
-)
 DEFAULT_RULES_MD = """## Always persist
 - Any issue solved or fixed
 - User preferences explicitly stated by the user
@@ -102,42 +95,9 @@ def state(s: Session) -> tuple[bool, int, bool, object]:
     return (s.injected, s.turn, s.handoff_consumed, s.last_summary)
 
 
-class RecordingFs(Fs):
-    """Records the paths the store opens, stats and lists."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self.calls.append(("open", path))
-        return super().open(path, flags, mode)
-
-    def stat(self, path: str) -> os.stat_result:
-        self.calls.append(("stat", path))
-        return super().stat(path)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self.calls.append(("lstat", path))
-        return super().lstat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self.calls.append(("rename", dst))
-        super().rename(src, dst)
-
-
 def recorded_session(env: StoreEnv) -> tuple[Session, RecordingFs]:
     fs = RecordingFs()
-    store = Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
-    return Session(store), fs
-
-
-def hold_lock(directory: str, content: str | None = None) -> None:
-    """A live lock: our own pid, fresh against the frozen clock."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, ".lock")
-    with open(path, "w") as f:
-        f.write(content or f"{os.getpid()}\t{NOW_MS}\tco-tenant")
-    os.utime(path, (NOW_MS / 1000, NOW_MS / 1000))
+    return Session(store_with(env, fs)), fs
 
 
 # --- S-INJECT-1 state ------------------------------------------------------------------------
@@ -183,15 +143,9 @@ def test_s_inject_2_retires_recaps_in_both_indexes_before_returning(env: StoreEn
     s = Session(env.store)
     s.turn, s.injected = 7, True
     seen: list[int] = []
-
-    class Probe(Fs):
-        def rename(self, src: str, dst: str) -> None:
-            seen.append(s.turn)  # the state is reset only after retirement completed
-            super().rename(src, dst)
-
-    s.store = Store(
-        env.sandbox.env(), fs=Probe(), clock=env.clock, diagnostics=env.diagnostics.append
-    )
+    probe = FaultFs()  # the state is reset only after retirement completed
+    probe.hook("rename", run=lambda _: seen.append(s.turn), nth=None)
+    s.store = store_with(env, probe)
     s.session_start({})
     assert seen == [7, 7, 7]  # local index, shared tombstone, shared index
     assert state(s) == (False, 0, False, None)
@@ -292,7 +246,7 @@ def test_s_inject_4_non_injected_prompt_reads_only_the_configuration(env: StoreE
     assert prompt(s) is not None
     fs.calls.clear()
     assert prompt(s) is None
-    touched = {path for _, path in fs.calls}
+    touched = {path for _, path in fs.paths()}
     assert touched == {os.path.join(env.agent, "memory.jsonc")}
 
 

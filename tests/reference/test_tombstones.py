@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 
 from reference.errors import JsError, NodeError
 from reference.fs import Fs
-from reference.store import Store
 from reference.tombstones import (
     add_tombstone,
     clear_tombstone,
@@ -24,35 +22,20 @@ from reference.tombstones import (
     render_tombstones,
 )
 from tests.conftest import StoreEnv
+from tests.support import LOCAL, SHARED, TS, FaultFs, ends, put_memory, store_with
 
-TS = "2026-08-07T01:02:50+00:00"
-LOCAL = "agent/memory/"
-SHARED = "home/.agents/memory/"
 LIST = SHARED + ".ocl-removed"
 
 
 def shared_store(env: StoreEnv, index: str, files: dict[str, str]) -> None:
     env.shared_mode()
-    env.put(SHARED + "MEMORY.md", index)
-    for name, text in files.items():
-        env.put(SHARED + name, text)
+    put_memory(env, SHARED, index, files)
     env.store.get_memory_dir()  # configuration read, carry-over attempted (nothing local)
 
 
 def inode(env: StoreEnv, rel: str) -> tuple[int, int]:
     s = os.stat(env.sandbox.path(rel))
     return s.st_ino, s.st_mtime_ns
-
-
-class HookFs(Fs):
-    """Runs a callback just before each rename (inside the critical section)."""
-
-    def __init__(self, hook: Callable[[str], None]) -> None:
-        self.hook = hook
-
-    def rename(self, src: str, dst: str) -> None:
-        self.hook(dst)
-        super().rename(src, dst)
 
 
 # --- S-TOMB-1 where and when the list is written ---------------------------------------
@@ -103,11 +86,12 @@ def test_s_tomb_1_shared_mode_is_the_acquired_directory(env: StoreEnv) -> None:
     env.put(LIST, "t.md\nx.md\n")
     env.put(SHARED + "MEMORY.md", "# I\n\n- [T](t.md) 2026-08-01 -- t\n")
 
-    def switch_off(dst: str) -> None:
-        if dst.endswith("/t.md"):
-            env.config('{"shared_dir": false}')
+    def switch_off(_dst: str) -> None:
+        env.config('{"shared_dir": false}')
 
-    store = Store(env.sandbox.env(), fs=HookFs(switch_off), clock=env.clock)
+    fs = FaultFs()
+    fs.hook("rename", run=switch_off, match=ends("/t.md"), nth=None)
+    store = store_with(env, fs)
     assert store.execute_write_memory(topic="T", content="c", summary="s") == (
         'Updated memory topic "T" (t.md).'
     )

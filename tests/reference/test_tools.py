@@ -27,9 +27,8 @@ from reference.tools import (
     validate_params,
 )
 from tests.conftest import StoreEnv
+from tests.support import IDX, TS
 
-IDX = "agent/memory/MEMORY.md"
-TS = "2026-08-07T01:02:50+00:00"
 STORE_PREFIX = (
     "Store the following as a memory entry. Decide the topic name, summary, and whether to pin "
     "it, then call write_memory:\n\n"

@@ -10,38 +10,19 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable
 
 import pytest
 
-from reference.fs import Fs
-from reference.store import Store
 from reference.topic import probe_name, split_block
 from tests.conftest import NOW_MS, StoreEnv
+from tests.support import IDX, TS, FaultFs, ends, store_with
 
-TS = "2026-08-07T01:02:50+00:00"
-IDX = "agent/memory/MEMORY.md"
 FM_TAIL = f'description: "s"\nlast_updated: {TS}\ncreated: {TS}\n---\n'
 DEFAULT_FM = '---\nmetadata:\n  node_type: memory\nname: "T"\n' + FM_TAIL
 
 
 def mode_of(path: str) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
-
-
-class HookFs(Fs):
-    """Runs ``hook(src, dst)`` before every rename (inside the critical section)."""
-
-    def __init__(self, hook: Callable[[str, str], None]) -> None:
-        self.hook = hook
-
-    def rename(self, src: str, dst: str) -> None:
-        self.hook(src, dst)
-        super().rename(src, dst)
-
-
-def hooked_store(env: StoreEnv, fs: Fs) -> Store:
-    return Store(env.sandbox.env(), fs=fs, clock=env.clock, diagnostics=env.diagnostics.append)
 
 
 # --- S-FMT-9 topic file layout ---------------------------------------------------------
@@ -270,11 +251,13 @@ def test_s_fmt_13_lock_token_and_mode(env: StoreEnv, umask: int) -> None:
     seen: list[tuple[bytes, int]] = []
     lock = os.path.join(env.local, ".lock")
 
-    def hook(src: str, dst: str) -> None:
+    def hook(_dst: str) -> None:
         with open(lock, "rb") as f:
             seen.append((f.read(), mode_of(lock)))
 
-    store = hooked_store(env, HookFs(hook))
+    fs = FaultFs()
+    fs.hook("rename", run=hook, nth=None)
+    store = store_with(env, fs)
     assert store.execute_write_memory("T", "c", "s") == 'Created memory topic "T" (t.md).'
     assert len(seen) == 2  # topic and index renames
     content, mode = seen[0]
@@ -291,12 +274,13 @@ def test_s_fmt_13_tokens_differ_between_acquisitions(env: StoreEnv) -> None:
     tokens: list[bytes] = []
     lock = os.path.join(env.local, ".lock")
 
-    def hook(src: str, dst: str) -> None:
-        if dst.endswith("MEMORY.md"):
-            with open(lock, "rb") as f:
-                tokens.append(f.read())
+    def hook(_dst: str) -> None:
+        with open(lock, "rb") as f:
+            tokens.append(f.read())
 
-    store = hooked_store(env, HookFs(hook))
+    fs = FaultFs()
+    fs.hook("rename", run=hook, match=ends("MEMORY.md"), nth=None)
+    store = store_with(env, fs)
     store.execute_write_memory("A", "c", "s")
     store.execute_write_memory("B", "c", "s")
     assert len(tokens) == 2 and tokens[0] != tokens[1]

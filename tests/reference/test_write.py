@@ -11,7 +11,6 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,11 @@ from reference.clock import ControlledClock
 from reference.errors import AggregateJsError, JsError, NodeError
 from reference.fs import Fs
 from reference.lock import LOCK_BUSY_MESSAGE
-from reference.store import Store
 from reference.text import UNDEFINED
 from tests.conftest import NOW_MS, StoreEnv, set_tz
+from tests.support import LOCAL, SHARED, TS, FaultFs, RecordingFs, ends, store_with
 
-TS = "2026-08-07T01:02:50+00:00"
 DAY = "2026-08-07"
-LOCAL = "agent/memory/"
-SHARED = "home/.agents/memory/"
 
 BLANK = "Invalid topic: topic must not be blank."
 LINK = "Invalid topic: topic must not contain newlines or Markdown link characters."
@@ -54,121 +50,8 @@ def raw(env: StoreEnv, rel: str) -> bytes:
     return env.sandbox.path(rel).read_bytes()
 
 
-def store_with(env: StoreEnv, fs: Fs, clock: ControlledClock | None = None) -> Store:
-    return Store(
-        env.sandbox.env(),
-        fs=fs,
-        clock=clock if clock is not None else env.clock,
-        diagnostics=env.diagnostics.append,
-    )
-
-
 def temporaries(env: StoreEnv) -> list[str]:
     return [p for p in env.snapshot() if ".tmp-" in p]
-
-
-class RecordingFs(Fs):
-    """Records every call that reaches the operating system (method name and arguments)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[object, ...]]] = []
-
-    def _rec(self, name: str, *args: object) -> None:
-        self.calls.append((name, args))
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        self._rec("open", path, flags)
-        return super().open(path, flags, mode)
-
-    def read(self, fd: int, size: int) -> bytes:
-        self._rec("read", fd)
-        return super().read(fd, size)
-
-    def pread(self, fd: int, size: int, offset: int) -> bytes:
-        self._rec("pread", fd)
-        return super().pread(fd, size, offset)
-
-    def write(self, fd: int, data: bytes) -> int:
-        self._rec("write", fd)
-        return super().write(fd, data)
-
-    def fstat(self, fd: int) -> os.stat_result:
-        self._rec("fstat", fd)
-        return super().fstat(fd)
-
-    def lstat(self, path: str) -> os.stat_result:
-        self._rec("lstat", path)
-        return super().lstat(path)
-
-    def stat(self, path: str) -> os.stat_result:
-        self._rec("stat", path)
-        return super().stat(path)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._rec("rename", src, dst)
-        super().rename(src, dst)
-
-    def link(self, src: str, dst: str) -> None:
-        self._rec("link", src, dst)
-        super().link(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self._rec("unlink", path)
-        super().unlink(path)
-
-    def mkdir(self, path: str) -> None:
-        self._rec("mkdir", path)
-        super().mkdir(path)
-
-    def scandir(self, path: str) -> list[str]:
-        self._rec("scandir", path)
-        return super().scandir(path)
-
-    def kill(self, pid: int, sig: int) -> None:
-        self._rec("kill", pid)
-        super().kill(pid, sig)
-
-    def mutated_paths(self) -> list[str]:
-        """Every path created, renamed, linked, unlinked or made a directory."""
-        out: list[str] = []
-        for name, args in self.calls:
-            if name == "open" and isinstance(args[1], int) and args[1] & os.O_CREAT:
-                out.append(str(args[0]))
-            elif name in ("rename", "link"):
-                out.extend(str(a) for a in args)
-            elif name in ("unlink", "mkdir"):
-                out.append(str(args[0]))
-        return out
-
-
-class FaultFs(Fs):
-    """Fails chosen occurrences of ``rename``/``unlink`` whose target matches, like the OS."""
-
-    def __init__(self, rules: list[tuple[str, Callable[[str], bool], set[int], int]]) -> None:
-        self.rules = rules
-        self.seen: dict[int, int] = {}
-
-    def _check(self, method: str, target: str, src: str | None = None) -> None:
-        for i, (m, match, nth, err) in enumerate(self.rules):
-            if m != method or not match(target):
-                continue
-            self.seen[i] = self.seen.get(i, 0) + 1
-            if self.seen[i] in nth:
-                if src is not None:
-                    raise NodeError(err, method, src, target)
-                raise NodeError(err, method, target)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._check("rename", dst, src)
-        super().rename(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self._check("unlink", path)
-        super().unlink(path)
-
-
-def ends(suffix: str) -> Callable[[str], bool]:
-    return lambda p: p.endswith(suffix)
 
 
 # --- S-WRITE-1 inputs and output -------------------------------------------------------
@@ -836,7 +719,7 @@ def test_s_write_11_dangling_symlink_list_raises_eloop(env: StoreEnv) -> None:
     fs = RecordingFs()
     with pytest.raises(NodeError) as info:
         store_with(env, fs).execute_write_memory(topic="T", content="c", summary="s")
-    assert [name for name, _ in fs.calls if name == "rename"] == []  # raised before any write
+    assert fs.named("rename") == []  # raised before any write
     assert info.value.code == "ELOOP"
     assert info.value.message == (
         f"ELOOP: too many symbolic links encountered, open '{env.shared}/.ocl-removed'"
@@ -852,7 +735,7 @@ def test_s_write_11_local_mode_never_reads_removal_list(env: StoreEnv) -> None:
     assert store.execute_write_memory(topic="T", content="c", summary="s") == (
         'Created memory topic "T" (t.md).'
     )
-    assert not any(".ocl-removed" in str(a) for _, args in fs.calls for a in args)
+    assert not [a for call in fs.calls for a in call if isinstance(a, str) and ".ocl-removed" in a]
 
 
 # --- S-WRITE-12 commit -----------------------------------------------------------------
@@ -866,7 +749,7 @@ def test_s_write_12_commit_order_topic_index_tombstone(env: StoreEnv) -> None:
     fs = RecordingFs()
     store = store_with(env, fs)
     store.execute_write_memory(topic="T", content="c", summary="s")
-    targets = [str(args[1]) for name, args in fs.calls if name == "rename"]
+    targets = [dst for _, _, dst in fs.named("rename")]
     assert targets == [
         f"{env.shared}/t.md",
         f"{env.shared}/MEMORY.md",
@@ -939,7 +822,8 @@ def test_s_write_13_index_rename_failure_rolls_back_topic(env: StoreEnv) -> None
     env.put(LOCAL + "t.md", "---\nname: T\n---\nold\n")
     env.store.parse_rules()  # bootstrap memory.jsonc first
     before = env.snapshot()
-    fs = FaultFs([("rename", ends("/MEMORY.md"), {1}, errno.EIO)])
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EIO)
     with pytest.raises(NodeError) as info:
         store_with(env, fs).execute_write_memory(topic="T", content="c", summary="s")
     err = info.value
@@ -954,7 +838,8 @@ def test_s_write_13_new_topic_unlinked_on_failure(env: StoreEnv) -> None:
     env.put(LOCAL + "MEMORY.md", "# I\n")
     env.store.parse_rules()  # bootstrap memory.jsonc first
     before = env.snapshot()
-    fs = FaultFs([("rename", ends("/MEMORY.md"), {1}, errno.ENOSPC)])
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.ENOSPC)
     with pytest.raises(NodeError) as info:
         store_with(env, fs).execute_write_memory(topic="New", content="c", summary="s")
     assert info.value.code == "ENOSPC"
@@ -964,12 +849,9 @@ def test_s_write_13_new_topic_unlinked_on_failure(env: StoreEnv) -> None:
 def test_s_write_13_rollback_failure_raises_aggregate(env: StoreEnv) -> None:
     env.put(LOCAL + "MEMORY.md", "# I\n\n- [T](t.md) 2026-08-01 -- old\n")
     env.put(LOCAL + "t.md", "old\n")
-    fs = FaultFs(
-        [
-            ("rename", ends("/MEMORY.md"), {1}, errno.EIO),
-            ("rename", ends("/t.md"), {2}, errno.EROFS),
-        ]
-    )
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EIO)
+    fs.fail("rename", match=ends("/t.md"), nth=2, err=errno.EROFS)
     with pytest.raises(AggregateJsError) as info:
         store_with(env, fs).execute_write_memory(topic="T", content="c", summary="s")
     err = info.value
@@ -990,12 +872,9 @@ def test_s_write_13_rollback_failure_raises_aggregate(env: StoreEnv) -> None:
 
 def test_s_write_13_unlink_failure_during_rollback_raises_aggregate(env: StoreEnv) -> None:
     env.put(LOCAL + "MEMORY.md", "# I\n")
-    fs = FaultFs(
-        [
-            ("rename", ends("/MEMORY.md"), {1}, errno.EIO),
-            ("unlink", ends("/n.md"), {1}, errno.EACCES),
-        ]
-    )
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/MEMORY.md"), err=errno.EIO)
+    fs.fail("unlink", match=ends("/n.md"), err=errno.EACCES)
     with pytest.raises(AggregateJsError) as info:
         store_with(env, fs).execute_write_memory(topic="N", content="c", summary="s")
     assert info.value.message == (
@@ -1013,7 +892,8 @@ def test_s_write_13_restores_index_after_written_and_readds_tombstone(env: Store
     before = env.snapshot()
     assert before[SHARED + ".ocl-removed"] == b"t.md\n"
     # the tombstone is cleared (renamed into place) but removing its temporary fails
-    fs = FaultFs([("unlink", lambda p: ".ocl-removed.tmp-" in p, {1}, errno.EACCES)])
+    fs = FaultFs()
+    fs.fail("unlink", match=lambda p: ".ocl-removed.tmp-" in p, err=errno.EACCES)
     with pytest.raises(NodeError) as info:
         store_with(env, fs).execute_write_memory(topic="T", content="c", summary="s")
     assert info.value.code == "EACCES"
@@ -1025,7 +905,8 @@ def test_s_write_13_b5_missing_index_restored_as_initial_memory(env: StoreEnv) -
     env.shared_mode()
     env.store.get_memory_dir()
     env.put(SHARED + ".ocl-removed", "b.md\n")
-    fs = FaultFs([("rename", ends("/.ocl-removed"), {1}, errno.EIO)])
+    fs = FaultFs()
+    fs.fail("rename", match=ends("/.ocl-removed"), err=errno.EIO)
     with pytest.raises(NodeError):
         store_with(env, fs).execute_write_memory(topic="B", content="c", summary="s")
     assert env.read(SHARED + "MEMORY.md") == "# Memory Index\n\n"
