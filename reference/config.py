@@ -6,11 +6,12 @@ Pure functions only; bootstrap and reading (which touch the disk) live in ``Stor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
-from .text import is_js_number, is_whitespace, json_parse, to_string
+from .text import WS_CLASS, is_js_number, json_parse, to_string
 
 MAX_LINES = 300
 DEFAULT_STALE_DAYS = 180
@@ -107,68 +108,46 @@ DEFAULT_CONFIG_TEXT = """{
 """
 
 
-def _outside_strings(text: str, rewrite: Callable[[str, int], tuple[str, int] | None]) -> str:
-    """Copy ``text``, letting ``rewrite`` replace spans that start outside JSON string literals.
-
-    A ``"`` opens or closes a string; inside one a backslash escapes the next character.
-    ``rewrite(text, i)`` returns ``(replacement, next index)`` or None to keep the character.
-    """
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i : i + 2])
-                i += 2
-                continue
-            in_string = ch != '"'
-        elif ch == '"':
-            in_string = True
-        else:
-            replaced = rewrite(text, i)
-            if replaced is not None:
-                out.append(replaced[0])
-                i = replaced[1]
-                continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _line_comment(text: str, i: int) -> tuple[str, int] | None:
-    """``//`` through the next LF (or the end) becomes one LF."""
-    if not text.startswith("//", i):
-        return None
-    end = text.find("\n", i)
-    return "\n", len(text) if end < 0 else end + 1
-
-
-def _trailing_comma(text: str, i: int) -> tuple[str, int] | None:
-    """A comma whose next non-whitespace character (S-FMT-2 set) closes an object or array."""
-    if text[i] != ",":
-        return None
-    j = i + 1
-    while j < len(text) and is_whitespace(text[j]):
-        j += 1
-    return ("", i + 1) if j < len(text) and text[j] in "}]" else None
+# A JSON string literal as the JSONC stripper sees it: ``"`` opens and closes, a backslash
+# escapes the next character, an unterminated literal runs to the end of the text.
+_STRING = r'"(?:[^"\\]|\\[\s\S])*"?'
+_COMMENTS = re.compile(_STRING + r"|//[^\n]*\n?")
+_TRAILING_COMMAS = re.compile(_STRING + "|," + r"(?=" + WS_CLASS + r"*[}\]])")
 
 
 def strip_jsonc(text: str) -> str:
-    """S-CFG-5: drop ``//`` comments (each with its LF → one LF), then trailing commas."""
-    return _outside_strings(_outside_strings(text, _line_comment), _trailing_comma)
+    """S-CFG-5: drop ``//`` comments (each with its LF → one LF), then trailing commas.
+
+    Both passes skip string literals, so ``//`` and ``,]`` inside strings survive.  A comma
+    is trailing when its next non-whitespace character (S-FMT-2 set) is ``}`` or ``]``.
+    """
+    if "/" in text:
+        text = _COMMENTS.sub(lambda m: m.group() if m.group().startswith('"') else "\n", text)
+    return _TRAILING_COMMAS.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
 
 
 class ConfigParseError(Exception):
     """A parse or extraction failure; its text becomes the S-CFG-8 diagnostic."""
 
 
+@lru_cache(maxsize=8)
+def _parsed(text: str) -> tuple[object, str | None]:
+    """The parsed value of a configuration text, or the parse error's message.
+
+    The file is still read on every call (S-CFG-9); only the parse of identical text is
+    remembered, since every write reads the same configuration twice.
+    """
+    try:
+        return json_parse(strip_jsonc(text)), None
+    except ValueError as e:
+        return None, str(e)
+
+
 def rules_from_text(text: str) -> Rules:
     """S-CFG-5..7: strip, parse as ``JSON.parse``, extract with clamps."""
-    try:
-        data = json_parse(strip_jsonc(text))
-    except ValueError as e:
-        raise ConfigParseError(str(e)) from None
+    data, error = _parsed(text)
+    if error is not None:
+        raise ConfigParseError(error)
     if data is None:
         raise ConfigParseError("Cannot read properties of null (reading 'always_persist')")
     if not isinstance(data, dict):
@@ -190,7 +169,7 @@ def rules_from_text(text: str) -> Rules:
 
 
 def _array(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
+    return list(value) if isinstance(value, list) else []  # a fresh list per record
 
 
 def _clamped(value: object, fallback: int, low: float, high: float | None) -> float:

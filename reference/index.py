@@ -40,10 +40,8 @@ class IndexLine:
     mid: str
     filename: str
     rest: str
-
-    @property
-    def length(self) -> int:
-        return len(self.prefix) + len(self.name) + len(self.mid) + len(self.rest)
+    length: int = 0  # code points matched from the line start; more means text after REST
+    name_lower: str = ""  # js_lower(name), for the name lookups of every write
 
     @property
     def pinned(self) -> bool:
@@ -72,7 +70,8 @@ def parse_index_line(line: str) -> IndexLine | None:
     m = _ENTRY.match(line)
     if m is None or not is_safe_filename(m.group(4)):
         return None
-    return IndexLine(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5))
+    name = m.group(2)
+    return IndexLine(m.group(1), name, m.group(3), m.group(4), m.group(5), m.end(), js_lower(name))
 
 
 def to_slug(topic: str) -> str:
@@ -186,13 +185,14 @@ def maintain_index(
         if held is None or key > held[1]:
             best[fname] = (i, key)
     chosen = {i for i, _ in best.values()}
+    stamping = stale_after_days > 0
     out: list[str] = []
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
         if entry is None:
             out.append(line)
         elif i in chosen:
-            rest = restamp(entry.rest, stale_after_days, now_ms)
-            if rest == entry.rest and len(line) == entry.length:  # the match began at 0
+            rest = restamp(entry.rest, stale_after_days, now_ms) if stamping else entry.rest
+            if rest == entry.rest and len(line) == entry.length:
                 out.append(line)
             else:
                 out.append(entry.prefix + entry.name + entry.mid + rest)

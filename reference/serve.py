@@ -151,7 +151,9 @@ class Server:
 
     def parse_index_line(self, args: Args) -> object:
         p = parse_index_line(to_string(_arg(args, "line")))
-        return None if p is None else asdict(p)
+        if p is None:
+            return None
+        return {"prefix": p.prefix, "name": p.name, "mid": p.mid, "filename": p.filename, "rest": p.rest}
 
     def hook(self, args: Args) -> object:
         before = len(self.session.sent)

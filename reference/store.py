@@ -207,18 +207,11 @@ class Store:
         return with_lock(self.fs, self.clock, directory, self.is_shared(directory), fn)
 
     def _is_regular_in(self, directory: str) -> Callable[[str], bool]:
-        """S-IO-1 for many entries: one directory listing, taken on the first question."""
-        listed: list[set[str]] = []
-
-        def is_regular(filename: str) -> bool:
-            if not listed:
-                try:
-                    listed.append(self.fs.regular_names(directory))
-                except NodeError:
-                    listed.append(set())  # an unlistable directory has no regular files
-            return filename in listed[0]
-
-        return is_regular
+        """S-IO-1 for every entry of an index at once: one directory listing."""
+        try:
+            return self.fs.regular_names(directory).__contains__
+        except NodeError:
+            return lambda _filename: False  # an unlistable directory has no regular files
 
     def _maintain(self, lines: list[str], directory: str) -> list[str]:
         """S-IDX-7: maintenance with a fresh configuration read."""
@@ -541,7 +534,7 @@ class _Write:
             if p is None:
                 continue
             indexed.add(p.filename)
-            if js_lower(p.name) == wanted:
+            if p.name_lower == wanted:
                 filename, matched = p.filename, True
         if matched:
             return filename
