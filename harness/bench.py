@@ -219,14 +219,20 @@ def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
 
     rows = []
     for n in (1, 2, 4, 8, 16):
-        rates, busy, lost, dup = [], [], 0, 0
+        rates, busy, check_s, lost, dup, verdicts = [], [], [], 0, 0, set()
         for r in range(rounds):
             res = interop([PeerSpec("python")], writers=n, ops=ops, seed=r, check_budget=30)
             rates.append(res.total_ops / res.seconds)
             busy.append(res.busy_share)
             lost += len(res.lost)
             dup += len(res.duplicated)
-        rows.append({"writers": n, "ops_per_s": rates, "busy_share": busy, "lost": lost, "duplicated": dup})
+            if res.verdict is not None:
+                check_s.append(res.verdict.seconds)
+                verdicts.add(res.verdict.status)
+        rows.append({
+            "writers": n, "ops_per_s": rates, "busy_share": busy, "lost": lost, "duplicated": dup,
+            "check_s": check_s, "verdicts": sorted(verdicts),
+        })
     return rows
 
 

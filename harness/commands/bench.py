@@ -97,9 +97,15 @@ def _render(name: str, data: Any) -> list[str]:
             lines.append(f"| {impl} | {per.get('total', '—')} | {main} |")
         return lines
     if name == "w3":
-        lines = ["| writers | ops/s median | min | max | busy share (median) | lost | duplicated |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines = [
+            "| writers | ops/s median | min | max | busy share (median) | lost | duplicated | verdict | check s (max) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        ]
         for r in data:
             med, lo, hi = _stats(r["ops_per_s"])
-            lines.append(f"| {r['writers']} | {med:,.1f} | {lo:,.1f} | {hi:,.1f} | {statistics.median(r['busy_share']):.1%} | {r['lost']} | {r['duplicated']} |")
+            lines.append(
+                f"| {r['writers']} | {med:,.1f} | {lo:,.1f} | {hi:,.1f} | {statistics.median(r['busy_share']):.1%} "
+                f"| {r['lost']} | {r['duplicated']} | {', '.join(r['verdicts'])} | {max(r['check_s'], default=0):.3f} |"
+            )
         return lines
     return ["```", repr(data)[:4000], "```"]
