@@ -218,10 +218,14 @@ def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
     from .writers import interop
 
     rows = []
-    for n in (1, 2, 4, 8, 16):
+    configs: list[tuple[str, list[PeerSpec]]] = [(str(n), [PeerSpec("python")]) for n in (1, 2, 4, 8, 16)]
+    if configured_peers():
+        configs.append(("16 mixed (python + JS peers)", [PeerSpec("python"), *configured_peers()]))
+    for n, peers in configs:
+        writers = int(n.split()[0])
         rates, busy, check_s, lost, dup, verdicts = [], [], [], 0, 0, set()
         for r in range(rounds):
-            res = interop([PeerSpec("python")], writers=n, ops=ops, seed=r, check_budget=30)
+            res = interop(peers, writers=writers, ops=ops, seed=r, check_budget=30, shared=len(peers) > 1)
             rates.append(res.total_ops / res.seconds)
             busy.append(res.busy_share)
             lost += len(res.lost)
