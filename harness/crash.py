@@ -429,13 +429,14 @@ def judge_fault(
                         f"{kind} at {site}; no rollback, an allowed crash state remains", "weakness")
             )
         else:
+            clause = "A-3" if HANDOFF_REL in vs_before else "S-WRITE-13"
             v.findings.append(
-                Finding("S-WRITE-13", "partial-update", ", ".join(vs_before), f"failed with {kind} at {site} but changed the store")
+                Finding(clause, "partial-update", ", ".join(vs_before), f"failed with {kind} at {site} but changed the store")
             )
     elif vs_done:
         what = "nothing" if not vs_before else ", ".join(vs_done)
         v.findings.append(
-            Finding("S-WRITE-13", "silent-failure", ", ".join(vs_done), f"answered {_show_result(result)} after {site}; differs: {what}")
+            Finding("S-INV-8", "silent-failure", ", ".join(vs_done), f"answered {_show_result(result)} after {site}; differs: {what}")
         )
     else:
         v.allowed.add("fault absorbed, completed")
@@ -836,12 +837,24 @@ class MemFs(Fs):
 
     def scandir(self, path: str) -> list[str]:
         path = self._norm(path)
+        self._touch("open", path)  # opendir: an openat of the directory, as strace sees it
         ino = self._resolve(path, "scandir", True)
         if self.tree.kinds[ino] != "dir":
             raise NodeError(errno_mod.ENOTDIR, "scandir", path)
         prefix = path.rstrip("/") + "/"
         names = [p[len(prefix) :] for p in self.tree.names if p.startswith(prefix) and "/" not in p[len(prefix) :]]
         return sorted(names, key=os.fsencode)
+
+    def regular_names(self, path: str) -> set[str]:
+        self._touch("open", self._norm(path))
+        ino = self._resolve(self._norm(path), "scandir", True)
+        if self.tree.kinds[ino] != "dir":
+            raise NodeError(errno_mod.ENOTDIR, "scandir", path)
+        prefix = self._norm(path).rstrip("/") + "/"
+        return {
+            p[len(prefix) :] for p, i in self.tree.names.items()
+            if p.startswith(prefix) and "/" not in p[len(prefix) :] and self.tree.kinds[i] == "file"
+        }
 
     def kill(self, pid: int, sig: int) -> None:
         if pid != self.pid:
@@ -1437,14 +1450,7 @@ class SeqOp:
 
 
 def _enable_shared(fs: MemFs) -> None:
-    path = f"{ROOT}/agent/memory.jsonc"
-    ino = fs.tree.names.get(path)
-    if ino is None:
-        ino = fs._new_ino()
-        fs.tree.names[path] = ino
-        fs.tree.kinds[ino] = "file"
-    fs.tree.data[ino] = SHARED_CFG.encode()
-    fs.tree.synced[ino] = len(fs.tree.data[ino])
+    fs.put("agent/memory.jsonc", SHARED_CFG.encode())
 
 
 def sequence_alphabet(topics: Sequence[str]) -> list[SeqOp]:

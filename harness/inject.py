@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -499,10 +498,29 @@ def _faulted(
     raise AssertionError("unreachable")
 
 
-def _select(calls: list[Traced], only: Callable[[int], bool] | None) -> Iterator[tuple[int, Traced]]:
+Only = Callable[[int, Traced], bool]  # (1-based index, call) -> run a fault there?
+
+
+def _select(calls: list[Traced], only: Only | None) -> Iterator[tuple[int, Traced]]:
     for i, c in enumerate(calls, 1):
-        if only is None or only(i):
+        if only is None or only(i, c):
             yield i, c
+
+
+NAMESPACE = frozenset({"rename", "renameat", "renameat2", "link", "linkat", "unlink", "unlinkat", "mkdir", "mkdirat"})
+
+
+def publishing_calls(i: int, call: Traced) -> bool:
+    """A cheap subset of crash points: the namespace changes that publish something (renames,
+    links, unlinks of real files) and the lock's creation and token write (A-13 lives there).
+    Skipped points repeat a neighbour's state: a temporary's unlink after its rename finds
+    nothing, a recursive mkdir of an existing directory changes nothing."""
+    on_lock = any(p.endswith("/.lock") for p in call.paths)
+    if call.syscall.startswith("unlink"):
+        return not TEMP.search(call.paths[0]) if call.paths else False
+    if call.syscall.startswith("mkdir"):
+        return False
+    return call.syscall in NAMESPACE or (on_lock and (call.creates or call.syscall.startswith("write")))
 
 
 def crash_runs(
@@ -510,7 +528,7 @@ def crash_runs(
     case: OpCase,
     *,
     sandbox: Sandbox | None = None,
-    only: Callable[[int], bool] | None = None,
+    only: Only | None = None,
     timeout: float = 15.0,
     with_recovery: bool = True,
 ) -> CaseReport:
@@ -544,7 +562,7 @@ def error_runs(
     *,
     errnos: tuple[str, ...] = ERRNOS,
     sandbox: Sandbox | None = None,
-    only: Callable[[int], bool] | None = None,
+    only: Only | None = None,
     timeout: float = 15.0,
 ) -> CaseReport:
     """Fail each store-touching call with each errno; the op must fail and roll back."""
@@ -572,21 +590,3 @@ def error_runs(
     finally:
         if own:
             sb.remove()
-
-
-@contextmanager
-def delayed(
-    spec: PeerSpec, sandbox: Sandbox, fault: Fault, *, timeout: float = 15.0
-) -> Iterator[tuple[Driver, Path]]:
-    """A driver whose ``fault`` (a ``delay``) holds one call, with the live trace file, so a
-    test can act on the store while the implementation sits inside that call."""
-    tmp = Path(tempfile.mkdtemp(prefix="memconform-trace-"))
-    trace = tmp / "trace.txt"
-    env = {**sandbox.env(), **stable_python_env()}
-    driver = start_driver(spec, env, cwd=str(sandbox.root), timeout=timeout, wrapper=strace_command(str(trace), fault))
-    try:
-        yield driver, trace
-    finally:
-        driver.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-

@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -213,6 +214,13 @@ class Driver:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+            inner = self.hello.get("pid")
+            if self.wrapper and isinstance(inner, int) and inner != self.proc.pid:
+                # a killed strace detaches its tracee, which would live on: end it too
+                try:
+                    os.kill(inner, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def close(self) -> None:
         if self.proc is None:

@@ -207,11 +207,15 @@ class Store:
         return with_lock(self.fs, self.clock, directory, self.is_shared(directory), fn)
 
     def _is_regular_in(self, directory: str) -> Callable[[str], bool]:
-        """S-IO-1 for every entry of an index at once: one directory listing."""
+        """S-IO-1 for every entry of an index at once: one directory listing.
+
+        A directory that cannot be listed (search permission only, no descriptor left) may
+        still answer ``lstat``: then each entry is probed on its own, as the JS core does.
+        """
         try:
             return self.fs.regular_names(directory).__contains__
         except NodeError:
-            return lambda _filename: False  # an unlistable directory has no regular files
+            return lambda filename: is_regular_file(self.fs, join(directory, filename))
 
     def _maintain(self, lines: list[str], directory: str) -> list[str]:
         """S-IDX-7: maintenance with a fresh configuration read."""

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--errors", action="store_true", help="inject errors instead of kills: the op must fail and roll back")
     p.add_argument("--errno", action="append", default=[], choices=inject.ERRNOS, help="errors to inject (default: all)")
-    p.add_argument("--points", help="only these call indexes, e.g. 1,4-6")
+    p.add_argument("--points", help="only these call indexes (1,4-6), or 'publishing' (namespace changes and the lock)")
     p.add_argument("--no-recover", action="store_true", help="skip the recovery run after each kill")
     p.add_argument("--parallel", type=int, default=1, help="cases run at once (one sandbox each)")
     p.add_argument("--explore", action="store_true", help="in-process explorer of the reference (no processes)")
@@ -48,11 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _points(text: str | None) -> Any:
     if not text:
         return None
+    if text == "publishing":
+        return inject.publishing_calls
     chosen: set[int] = set()
     for part in text.split(","):
         lo, _, hi = part.partition("-")
         chosen.update(range(int(lo), int(hi or lo) + 1))
-    return chosen.__contains__
+    return lambda i, _call: i in chosen
 
 
 def case_from_scenario(path: Path) -> crash.OpCase:
@@ -102,15 +104,18 @@ def _explore(args: argparse.Namespace, cases: list[crash.OpCase]) -> int:
             ex.explore_case(case)
         result = ex.result
     print(result.render())
+    fault_violations = 0
     if args.errors:
         for case in cases:
-            print(crash.fault_case(case, tuple(args.errno) or tuple(crash.ERRNOS)).render())
+            report = crash.fault_case(case, tuple(args.errno) or tuple(crash.ERRNOS))
+            fault_violations += sum(f.severity == "violation" for _where, f in report.findings)
+            print(report.render())
     if args.json:
         data = {m: {"states": s.states, "distinct": s.distinct, "violating": s.violating,
                     "violations": dict(s.by_clause), "weaknesses": dict(s.weakness), "allowed": dict(s.allowed)}
                 for m, s in result.models.items()}
         args.json.write_text(json.dumps({"seconds": result.seconds, "models": data}, indent=2))
-    return 1 if result.violations else 0
+    return 1 if result.violations or fault_violations else 0
 
 
 def run(args: argparse.Namespace) -> int:
