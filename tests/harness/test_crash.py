@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from pathlib import Path
 
 import pytest
