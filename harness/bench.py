@@ -211,6 +211,44 @@ def syscalls_per_write(impl: str, entries: int = 300, ops: int = 100) -> dict[st
     return per
 
 
+# --- W2: crash exploration ---------------------------------------------------------------
+
+
+def w2() -> dict[str, Any]:
+    """States per second of the in-process explorer, crash points per second with real kills,
+    and the bounded exhaustive run (2 topics, up to 3 ops, every crash point, every model)."""
+    from .crash import CASES, Explorer
+    from .inject import crash_runs, strace_unavailable
+
+    explorer = Series("explorer: crash states checked, all op kinds, 3 models (one core)")
+    for _ in range(ROUNDS):
+        ex = Explorer(recover=False)
+        t0 = time.perf_counter()
+        for case in CASES.values():
+            ex.explore_case(case)
+        explorer.seconds.append(time.perf_counter() - t0)
+        explorer.per = ex.result.states
+    t0 = time.perf_counter()
+    exhaustive = Explorer(recover=False).exhaustive(topics=2, max_ops=3)
+    out: dict[str, Any] = {
+        "series": [explorer.as_dict()],
+        "exhaustive": {
+            "states": exhaustive.states, "crash_points": exhaustive.crash_points,
+            "sequences": exhaustive.sequences, "seconds": time.perf_counter() - t0,
+            "violations": exhaustive.violations,
+        },
+    }
+    if strace_unavailable() is None:
+        kills = Series("real kills: crash points (python serve, write-create, no recovery)")
+        for _ in range(ROUNDS):
+            t0 = time.perf_counter()
+            report = crash_runs(PeerSpec("python"), CASES["write-create"], with_recovery=False)
+            kills.seconds.append(time.perf_counter() - t0)
+            kills.per = len(report.points)
+        out["series"].append(kills.as_dict())
+    return out
+
+
 # --- W3: writers ----------------------------------------------------------------------------
 
 
@@ -332,6 +370,7 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
     "w1": lambda: [s.as_dict() for s in w1(impls())],
     "w1_curve": lambda: [s.as_dict() for s in w1_curve(impls())],
     "w1_syscalls": lambda: {i: syscalls_per_write(i) for i in impls() if i != "reference"},
+    "w2": w2,
     "w3": w3,
     "w4": lambda: [s.as_dict() for s in w4()],
     "w5": lambda: [s.as_dict() for s in w5()],

@@ -96,6 +96,15 @@ def _render(name: str, data: Any) -> list[str]:
             main = ", ".join(f"{k} {v}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]) if k != "total")[:200]
             lines.append(f"| {impl} | {per.get('total', '—')} | {main} |")
         return lines
+    if name == "w2":
+        ex = data["exhaustive"]
+        return [
+            *_series_table(data["series"], unit="per s"),
+            "",
+            f"Bounded exhaustive (2 topics, ≤ 3 ops, every crash point, 3 models): {ex['sequences']:,} "
+            f"sequences, {ex['crash_points']:,} crash points, {ex['states']:,} states in "
+            f"{ex['seconds']:.1f} s, {ex['violations']} violations.",
+        ]
     if name == "w3":
         lines = [
             "| writers | ops/s median | min | max | busy share (median) | lost | duplicated | verdict | check s (max) |",
