@@ -9,7 +9,7 @@ only way the rest of the reference reads or publishes store files.
 from __future__ import annotations
 
 import os
-import secrets
+import random
 import stat
 from collections.abc import Callable
 from typing import TypeVar
@@ -29,6 +29,18 @@ CREATE_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 T = TypeVar("T")
+
+# getpid and getrandom are syscalls; a write asks for the pid and a random token several times.
+_PID = [os.getpid()]
+_RANDOM = random.Random()
+
+
+def _after_fork() -> None:
+    _PID[0] = os.getpid()
+    _RANDOM.seed()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _call(syscall: str, fn: Callable[[], T], path: str | None = None, dest: str | None = None) -> T:
@@ -116,11 +128,12 @@ class Fs:
         _call("kill", lambda: os.kill(pid, sig))
 
     def getpid(self) -> int:
-        return os.getpid()
+        """The process id (cached, refreshed in a forked child)."""
+        return _PID[0]
 
     def random_token(self) -> str:
         """Base-36 digits like JS ``Math.random().toString(36).slice(2)`` (S-FMT-13)."""
-        n = secrets.randbits(56)
+        n = _RANDOM.getrandbits(56)  # like Math.random: not a secret, just unlikely to repeat
         out = ""
         while n:
             n, r = divmod(n, 36)
