@@ -50,8 +50,9 @@ def make_token(fs: Fs, clock: Clock) -> str:
 def create_lock(fs: Fs, path: str, token: str) -> bool:
     """Exclusive creation with the token; False when the lock exists (S-LOCK-2 step 2).
 
-    If writing the token fails the empty lock is ours alone, so it is unlinked before the
-    error propagates (A-13).
+    If writing the token (or closing the new file) fails, the lock is ours alone and may be
+    empty or never acknowledged, so it is unlinked before the error propagates (A-13): a lock
+    we gave up on must not keep the store busy.
     """
     try:
         fd = fs.open(path, CREATE_EXCLUSIVE, 0o666)
@@ -59,20 +60,23 @@ def create_lock(fs: Fs, path: str, token: str) -> bool:
         if e.code == "EEXIST":
             return False
         raise
+    closed = False
     try:
         data = token.encode("utf-8")
         while data:
             data = data[fs.write(fd, data) :]
+        closed = True
+        fs.close(fd)
     except BaseException:
         try:
-            fs.close(fd)
+            if not closed:
+                fs.close(fd)
         finally:
             try:
                 fs.unlink(path)
             except NodeError:
                 pass
         raise
-    fs.close(fd)
     return True
 
 

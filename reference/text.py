@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -143,12 +144,48 @@ def _lower_table() -> dict[int, int]:
 _LOWER_EXTRA: Final = _lower_table()
 
 
+# Cased letters Python's Unicode 14 does not know as cased: both forms of every gap letter.
+_NEW_CASED: Final = frozenset(chr(c) for pair in _LOWER_EXTRA.items() for c in pair)
+# Word_Break MidLetter / MidNumLet / Single_Quote: case-ignorable beside Mn, Me, Cf, Lm, Sk.
+_IGNORABLE_PUNCT: Final = frozenset("'.:\u00b7\u0387\u055f\u05f4\u2018\u2019\u2024\u2027\ufe13\ufe52\ufe55\uff07\uff0e\uff1a")
+
+
+def _is_cased(ch: str) -> bool:
+    return ch in _NEW_CASED or unicodedata.category(ch) in ("Lu", "Ll", "Lt") or ch.lower() != ch.upper()
+
+
+def _is_case_ignorable(ch: str) -> bool:
+    return ch in _IGNORABLE_PUNCT or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Lm", "Sk")
+
+
+def _final_sigma(s: str, i: int) -> bool:
+    """Unicode's Final_Sigma context for s[i], with the gap letters counted as cased."""
+    j = i - 1
+    while j >= 0 and _is_case_ignorable(s[j]):
+        j -= 1
+    if j < 0 or not _is_cased(s[j]):
+        return False
+    k = i + 1
+    while k < len(s) and _is_case_ignorable(s[k]):
+        k += 1
+    return k >= len(s) or not _is_cased(s[k])
+
+
 def js_lower(s: str) -> str:
-    """ECMAScript ``toLowerCase`` (full mapping, final sigma); never ``casefold``."""
+    """ECMAScript ``toLowerCase`` (full mapping, final sigma); never ``casefold``.
+
+    Python 3.11 knows Unicode 14: the ~55 newer letters are mapped by a table, and where one
+    stands beside a capital sigma, Final_Sigma is decided here with those letters as cased.
+    """
     if s.isascii():
         return s.lower()
-    lowered = join_surrogates(s).lower()
-    return lowered.translate(_LOWER_EXTRA) if _LOWER_EXTRA else lowered
+    s = join_surrogates(s)
+    if "\u03a3" in s and not _NEW_CASED.isdisjoint(s):
+        return "".join(
+            ("\u03c2" if _final_sigma(s, i) else "\u03c3") if ch == "\u03a3" else ch.lower()
+            for i, ch in enumerate(s)
+        ).translate(_LOWER_EXTRA)
+    return s.lower().translate(_LOWER_EXTRA) if _LOWER_EXTRA else s.lower()
 
 
 # --- numbers (S-FMT-18) ------------------------------------------------------------------

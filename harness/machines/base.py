@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from hypothesis import event, seed
+from hypothesis import currently_in_test_context, event, seed
 from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
@@ -65,13 +65,18 @@ CONFIG = RunConfig()
 
 
 def export_dir() -> Path:
-    """``MEMCONFORM_EXPORT_DIR``, else the run's directory, else a temp dir (never the repo)."""
-    env = os.environ.get(EXPORT_ENV)
-    if env:
-        return Path(env)
+    """The run's directory (``fuzz --export-dir``), else ``MEMCONFORM_EXPORT_DIR``, else a temp
+    dir: a test run never writes into the repository."""
     if CONFIG.export_dir is not None:
         return CONFIG.export_dir
-    return Path(tempfile.gettempdir()) / "memconform-regressions"
+    env = os.environ.get(EXPORT_ENV)
+    return Path(env) if env else Path(tempfile.gettempdir()) / "memconform-regressions"
+
+
+def note(text: str) -> None:
+    """``hypothesis.event`` when inside a test (machines are also driven by hand in tests)."""
+    if currently_in_test_context():
+        event(text)
 
 
 def _is_final_run() -> bool:
@@ -106,12 +111,13 @@ class Machine(RuleBasedStateMachine):
         stats.steps += 1
         stats.executed += ran
         stats.outcomes[f"{rule}: {outcome}"] += 1
-        event(f"{rule}: {outcome}")
+        note(f"{rule}: {outcome}")
 
     # --- failures ---------------------------------------------------------------------
 
     def scenario_for(self, error: BaseException) -> dict[str, Any] | None:
         """The regression scenario of this (final) failing run; machines refine it."""
+        self.recorder.clause(*self.CLAUSES)
         return self.recorder.scenario(error, found_in=CONFIG.found_in, seed=CONFIG.seed)
 
     def on_failure(self, error: BaseException) -> None:

@@ -30,7 +30,7 @@ _COMMON: dict[str, object] = {
 
 PROFILES: dict[str, settings] = {
     # fast and bounded: all machines together stay well inside the CI budget
-    "ci": settings(max_examples=25, stateful_step_count=30, **_COMMON),  # type: ignore[arg-type]
+    "ci": settings(max_examples=80, stateful_step_count=50, **_COMMON),  # type: ignore[arg-type]
     "dev": settings(max_examples=200, stateful_step_count=100, **_COMMON),  # type: ignore[arg-type]
     "nightly": settings(max_examples=1000, stateful_step_count=500, **_COMMON),  # type: ignore[arg-type]
 }

@@ -22,6 +22,7 @@ import errno
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
+from .export import content
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
@@ -55,6 +57,7 @@ class Call:
     n: int
     syscall: str
     path: str | None
+    trace: tuple[str, str, int] | None = None  # (strace syscall, path, nth call on that path)
 
 
 @dataclass
@@ -65,9 +68,18 @@ class FaultFs(Fs):
     faults: dict[int, int] = field(default_factory=dict)
     fired: list[tuple[Call, int]] = field(default_factory=list)
     _paths: dict[int, str] = field(default_factory=dict)  # descriptors opened for writing
+    seen: Counter[tuple[str, str]] = field(default_factory=Counter)  # syscalls per path, as strace counts
 
-    def _tick(self, syscall: str, path: str | None, dest: str | None = None, *, after: Callable[[], None] | None = None) -> None:
-        call = Call(len(self.calls) + 1, syscall, path)
+    def _tick(
+        self, syscall: str, path: str | None, dest: str | None = None, *,
+        traced: tuple[str, str | None] | None = None, after: Callable[[], None] | None = None,
+    ) -> None:
+        trace = None
+        if traced is not None and traced[1] is not None:
+            key = (traced[0], traced[1])
+            self.seen[key] += 1
+            trace = (*key, self.seen[key])
+        call = Call(len(self.calls) + 1, syscall, path, trace)
         self.calls.append(call)
         err = self.faults.get(call.n)
         if err is None:
@@ -79,18 +91,19 @@ class FaultFs(Fs):
 
     def open(self, path: str, flags: int, mode: int = 0o666) -> int:
         if not flags & _WRITE_FLAGS:
+            self.seen[("openat", path)] += 1
             return super().open(path, flags, mode)
-        self._tick("open", path)
+        self._tick("open", path, traced=("openat", path))
         fd = super().open(path, flags, mode)
         self._paths[fd] = path
         return fd
 
     def write(self, fd: int, data: bytes) -> int:
-        self._tick("write", self._paths.get(fd))
+        self._tick("write", self._paths.get(fd), traced=("write", self._paths.get(fd)))
         return super().write(fd, data)
 
     def fsync(self, fd: int) -> None:
-        self._tick("fsync", self._paths.get(fd))
+        self._tick("fsync", self._paths.get(fd), traced=("fsync", self._paths.get(fd)))
         super().fsync(fd)
 
     def close(self, fd: int) -> None:
@@ -109,15 +122,15 @@ class FaultFs(Fs):
             super().close(fd)
 
     def rename(self, src: str, dst: str) -> None:
-        self._tick("rename", src, dst)
+        self._tick("rename", src, dst, traced=("rename", dst))
         super().rename(src, dst)
 
     def link(self, src: str, dst: str) -> None:
-        self._tick("link", src, dst)
+        self._tick("link", src, dst, traced=("link", dst))
         super().link(src, dst)
 
     def unlink(self, path: str) -> None:
-        self._tick("unlink", path)
+        self._tick("unlink", path, traced=("unlink", path))
         super().unlink(path)
 
     def mkdir(self, path: str) -> None:
@@ -144,7 +157,9 @@ class RollbackMachine(Machine):
         self.diagnostics: list[str] = []
         self.store = Store(self.sandbox.env(), fs=self.fs, clock=self.clock, diagnostics=self.diagnostics.append)
         self.shared = False
-        self.recorder.tags.append("needs-fault-injection")
+        self.injects: list[dict[str, Any] | None] = []
+        self.last: tuple[_Context, dict[str, bytes]] | None = None
+        self.recorder.tags.append("fault-injection")
 
     def teardown(self) -> None:
         shutil.rmtree(self.sandbox.root, ignore_errors=True)
@@ -176,7 +191,7 @@ class RollbackMachine(Machine):
         self.recorder.step("write_memory", args, result=result)
         self.executed("clean_write")
 
-    @rule(kind=st.sampled_from(("toggle-shared", "recap", "invalid-utf8", "crlf", "tombstone")))
+    @rule(kind=st.sampled_from(("recap", "invalid-utf8", "crlf", "tombstone", "toggle-shared")))
     @guarded
     def setup(self, kind: str) -> None:
         """Shared mode, and files a rollback must restore (recaps, non-UTF-8, CRLF, tombstones).
@@ -249,9 +264,9 @@ class RollbackMachine(Machine):
         finally:
             shutil.rmtree(twin_root, ignore_errors=True)
         if not counting.calls:
-            result = call(self.store)
-            self.recorder.step(op, args, result=result)
-            assert result == twin_result
+            plain = call(self.store)
+            self.recorder.step(op, args, result=plain)
+            assert plain == twin_result
             return self.executed(op, "no mutating call", ran=False)
         k = data.draw(st.integers(1, len(counting.calls)), label="fault at call")
         err = data.draw(st.sampled_from(ERRNOS), label="errno")
@@ -273,6 +288,8 @@ class RollbackMachine(Machine):
         step["note"] = f"fault injected: {fault}" + (f", then EIO {second} calls later" if second else "")
         after = snapshot(self.root)
         ctx = _Context(op, self.shared, before, after, twin_after, fired, self._own_pid_prefix())
+        self.injects += [self._inject(c, e) for c, e in fired]
+        self.last = (ctx, twin_after if raised is None else before)
         if raised is None:
             step["expect"] = {"result": result}
             outcome = self._check_returned(ctx, result, twin_result)
@@ -283,7 +300,40 @@ class RollbackMachine(Machine):
             step["expect"] = {"error": {"kind": "Error", "code": getattr(raised, "code", None)}}
             outcome = self._check_raised(ctx, raised)
         self._clear_own_locks(after)
+        self.last = None
         self.executed(op, outcome)
+
+    def _inject(self, call: Call, err: int) -> dict[str, Any] | None:
+        """The fault as a scenario's strace injection, when it is on a stable path."""
+        if call.trace is None or ".tmp-" in call.trace[1]:
+            return None
+        syscall, path, nth = call.trace
+        rel = os.path.relpath(path, self.root)
+        return {"path": rel, "syscall": syscall, "nth": nth, "action": "error", "errno": errno.errorcode[err]}
+
+    def scenario_for(self, error: BaseException) -> dict[str, Any] | None:
+        """The steps, the faults as strace injections when all are expressible, the expected tree."""
+        data = super().scenario_for(error)
+        if data is None:
+            return None
+        injects = [i for i in self.injects if i is not None]
+        if injects and len(injects) == len(self.injects):
+            data["regression"]["inject"] = injects
+        elif self.injects:
+            data["tags"].append("needs-in-process-faults")
+            data["description"] += (
+                " Some faults hit temporaries, closes or directory creation, which a scenario's "
+                "strace injection cannot name: replay it with `memconform fuzz --seed`."
+            )
+        if self.last is not None:
+            ctx, expected = self.last
+            files = {
+                p: content(v) for p, v in sorted(expected.items())
+                if p.startswith(tuple(d + "/" for d in STORE_DIRS)) and v != b"<dir>"
+                and not p.endswith("/.lock") and not _is_temp(p) and ctx.allowance(p) is None
+            }
+            data["then"] = {"files": files, "absent": [f"{d}/.lock" for d in STORE_DIRS]}
+        return data
 
     # --- verdicts -----------------------------------------------------------------------
 
@@ -359,23 +409,31 @@ class _Context:
             return "S-PATH-8 directory created"
         if _is_temp(p) and len(self.fired) >= 2:
             return "temporary whose cleanup failed"
-        if p.endswith("/.lock") and got is not None and got.startswith(self.own_pid):
-            if any(c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls):
-                return "S-LOCK-5 release failed, lock left"
-            if any(c.syscall == "close" and (c.path or "").endswith("/.lock") for c in calls):
-                return "KNOWN fresh lock left after a failed close (A-13)"
+        if (
+            p.endswith("/.lock")
+            and got is not None
+            and got.startswith(self.own_pid)
+            and any(c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls)
+        ):
+            return "S-LOCK-5 release (or A-13 cleanup) unlink failed, lock left"
         if p.endswith("/.lock") and got == b"" and any(
             c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls
         ):
             return "A-13 cleanup failed: empty lock (S-LOCK-3, 60 s)"
-        if p.endswith("/.ocl-removed") and self.shared and self.op in ("remove_memory", "retire_recaps"):
-            if got == self.twin.get(p):
-                return "S-INV-8.3 tombstone before index"
         if (
-            p.endswith("/MEMORY.md") and self.op == "write_memory" and got == self.twin.get(p)
-            and any(c.syscall == "unlink" and ".tmp-" in (c.path or "") and "/MEMORY.md." in (c.path or "") for c in calls)
+            p.startswith("home/.agents/memory/.ocl-removed")
+            and self.op in ("remove_memory", "retire_recaps")
+            and got == self.twin.get(p)
         ):
-            return "KNOWN index kept: its temp cleanup failed after the rename (S-IO-4/S-WRITE-13)"
+            return "S-INV-8.3 tombstone before index"
+        if got is not None and got == self.twin.get(p) and any(
+            c.syscall == "unlink" and f"/{p}.tmp-" in (c.path or "") for c in calls
+        ):
+            # S-IO-4 step 6: the rename published the file, then unlinking the (gone)
+            # temporary failed with something other than ENOENT and the error propagated
+            if self.op == "write_memory" and p.endswith("/MEMORY.md"):
+                return "KNOWN write: index published, then rollback skipped it (S-IO-4.6, S-WRITE-13)"
+            return "S-IO-4.6 published, then its temp cleanup failed"
         before = self.before.get(p)
         if before is not None and got == encode_utf8(decode_utf8(before)) and got != before:
             return "S-WRITE-13 rollback re-encodes PREV"

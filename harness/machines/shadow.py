@@ -201,9 +201,6 @@ class Dir:
     others: dict[str, bytes] = field(default_factory=dict)  # planted files with unsafe names
     tombstones: list[str] | None = None  # .ocl-removed; None: no file
 
-    def index_text(self) -> str | None:
-        return None if self.pieces is None else "\n".join(self.pieces)
-
     def write_index(self, lines: list[str]) -> None:
         self.pieces = decode_utf8(encode_utf8("\n".join(lines))).split("\n")
 
@@ -327,9 +324,9 @@ class Shadow:
         if self.sentinel:
             self.carried = True
             return
-        if self.local.pieces is None:
-            return
         local, shared = self.local, self.shared
+        if local.pieces is None:
+            return
         shared.exists = True
         sraw = INITIAL if shared.pieces is None else "\n".join(shared.pieces)
         on_disk = {*shared.topics, *shared.others}

@@ -234,7 +234,8 @@ class StoreModelMachine(Machine):
     def topic_content(self, data: st.DataObject) -> None:
         known = sorted(self._target().topics)
         pool = st.sampled_from(S.FILENAME_POOL + S.UNSAFE_FILES)
-        filename = data.draw(st.sampled_from(known) if known and data.draw(st.booleans()) else pool)
+        use_known = bool(known) and data.draw(st.booleans())
+        filename = data.draw(st.sampled_from(known)) if use_known else data.draw(pool)
         expected = self._expect(lambda: self.shadow.topic_content(filename))
         actual = self.store.read_topic_content(filename)
         self._check("topic_content", {"filename": filename}, expected, actual)
@@ -313,7 +314,7 @@ class StoreModelMachine(Machine):
             self.recorder.clause("S-WRITE-7", "S-WRITE-9")
         elif kind == "plant_topic":  # unindexed, as another tool or a restored backup leaves it
             name = data.draw(st.sampled_from(("Alpha", "Zeta", "Ghost", "Hidden", "alpha beta")))
-            filename = data.draw(st.sampled_from(S.FILENAME_POOL[:4] + ("hidden.md", "alpha-beta.md")))
+            filename = data.draw(st.sampled_from((*S.FILENAME_POOL[:4], "hidden.md", "alpha-beta.md")))
             t = Topic(("metadata:", "  node_type: memory", f"name: '{name}'"), "\nplanted needle\n")
             self._put_topic(d, filename, t)
             self.recorder.clause("S-WRITE-7")

@@ -9,6 +9,8 @@ the 500-unit cap (splitting surrogate pairs) and the flag tokens SPEC A-1 is abo
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import strategies as st
 
 TOPIC_POOL = (
@@ -86,3 +88,32 @@ PLANTED_LINES = (
 
 UNSAFE_FILES = (".hidden.md", "notes.txt", "evil..md", "UPPER.TXT")
 """Names the store must never index, open or search (S-FMT-7)."""
+
+UNICODE_GAP_ENV = "MEMCONFORM_UNICODE_GAP"
+_GAP = ((0x1C89, 0x1C8A), (0xA7CB, 0xA7DC), (0x10D50, 0x10D85), (0x16EA0, 0x16EDB))
+
+
+def in_unicode_gap(text: str) -> bool:
+    """Letters newer than Python 3.11's Unicode 14 (S-FMT-17): an accepted gap SPEC's corpus
+    avoids.  The machines avoid them too unless ``MEMCONFORM_UNICODE_GAP=1``."""
+    return any(lo <= ord(c) <= hi for c in text for lo, hi in _GAP)
+
+
+TRICKY_CHARS = (
+    "\u0130", "\u0131", "\u212a", "\u017f", "\u1e9e", "\u03a3", "\u0085", "\u001c", "\u180e",
+    "\u200b", "\ufeff", "\u2028", "\u00a0", "\u3000", "e\u0301", "\U0001d518", "\U0001f600",
+    "\u00df", "\u1c89", "\ua7cb", "$&", "\\", '"', "'", "--", "\t", "\x7f", "٢",
+)
+"""Characters where ECMAScript and Python defaults part ways (S-FMT-2, S-FMT-16/17)."""
+
+exotic = st.lists(
+    st.one_of(st.sampled_from(TRICKY_CHARS), st.characters(codec="utf-8")),
+    min_size=1, max_size=6,
+).map("".join).filter(lambda t: os.environ.get(UNICODE_GAP_ENV) == "1" or not in_unicode_gap(t))
+"""Short strings built from the characters above and any other non-surrogate code point."""
+
+exotic_topics = st.one_of(exotic, st.builds(lambda a, b: a + b, st.sampled_from(TOPIC_POOL[:12]), exotic))
+
+NAME_VALUES = ("'Alpha'", '"Alpha"', '"Al\\u0070ha"', '"alpha" trailing', "Alpha", "'It's'", '"unterminated',
+               "", "  Zeta One  ", '"\\ud83d"')
+"""``name:`` values for hand-edited frontmatter (S-WRITE-7: JSON, quotes, empty lines)."""
