@@ -115,9 +115,15 @@ def run_writers(
         for i in range(len(scripts)):
             drivers.append(start_driver(peers[i % len(peers)], sandbox.env(), cwd=str(sandbox.root), timeout=timeout))
         barrier = threading.Barrier(len(scripts) + 1)
-        finished = threading.Event()
+        ended: list[float] = []
 
         def work(i: int) -> None:
+            try:
+                run_script(i)
+            finally:
+                ended.append(time.monotonic())
+
+        def run_script(i: int) -> None:
             st, driver = stats[i], drivers[i]
             barrier.wait()
             for op, args in scripts[i]:
@@ -142,11 +148,12 @@ def run_writers(
             t.start()
         barrier.wait()
         started = time.monotonic()
-        while any(t.is_alive() for t in threads):
-            if progress is not None:
-                progress(stats)
-            finished.wait(0.5)
-        seconds = time.monotonic() - started
+        for t in threads:
+            while t.is_alive():
+                if progress is not None:
+                    progress(stats)
+                t.join(0.5)
+        seconds = max(ended, default=started) - started  # the last writer's end, not a poll tick
     finally:
         for d in drivers:
             d.close()
