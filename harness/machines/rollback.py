@@ -437,6 +437,13 @@ class _Context:
         before = self.before.get(p)
         if before is not None and got == encode_utf8(decode_utf8(before)) and got != before:
             return "S-WRITE-13 rollback re-encodes PREV"
+        if (
+            p.endswith("/.ocl-removed")
+            and before is not None
+            and got is not None
+            and sorted(got.split(b"\n")) == sorted(before.split(b"\n"))
+        ):
+            return "S-WRITE-13 (c) re-adds the tombstone at the end of the list (S-TOMB-3)"
         return None
 
     def explain(self, expected: dict[str, bytes], under: str = "") -> set[str]:
