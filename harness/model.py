@@ -146,14 +146,20 @@ def write(
     return new, "created" if old is None else "updated"
 
 
-def remove(state: State, topic: str) -> tuple[State, str]:
+def _locate(state: State, topic: str) -> Entry | str:
+    """The shared prologue of remove and pin (S-REMOVE-1/2, S-PIN-1): an entry or a refusal."""
     if not state.has_index:
-        return state, "no_index"
+        return "no_index"
     found = _find(state, topic)
     if found is None:
-        return state, "not_found"
-    if isinstance(found, list):
-        return state, "ambiguous"
+        return "not_found"
+    return "ambiguous" if isinstance(found, list) else found
+
+
+def remove(state: State, topic: str) -> tuple[State, str]:
+    found = _locate(state, topic)
+    if isinstance(found, str):
+        return state, found
     if found.pinned:
         return state, "pinned_refused"
     index = tuple(e for e in state.index if e is not found)
@@ -162,13 +168,9 @@ def remove(state: State, topic: str) -> tuple[State, str]:
 
 
 def pin(state: State, topic: str, on: bool) -> tuple[State, str]:
-    if not state.has_index:
-        return state, "no_index"
-    found = _find(state, topic)
-    if found is None:
-        return state, "not_found"
-    if isinstance(found, list):
-        return state, "ambiguous"
+    found = _locate(state, topic)
+    if isinstance(found, str):
+        return state, found
     if found.pinned == on:
         return state, "already_pinned" if on else "already_unpinned"
     index = tuple(replace(e, pinned=on) if e is found else e for e in state.index)

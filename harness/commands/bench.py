@@ -68,10 +68,27 @@ def run(args: argparse.Namespace) -> int:
         out.append("")
         out += _render(name, data)
         out.append("")
+    text = "\n".join(out) + "\n"
+    if args.only and args.out.exists():
+        text = _merge(args.out.read_text(), text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(out) + "\n")
+    args.out.write_text(text)
     print(f"wrote {args.out}")
     return 0
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    head, *parts = text.split("\n## ")
+    return head, {p.split("\n", 1)[0]: "## " + p for p in parts}
+
+
+def _merge(old: str, new: str) -> str:
+    """With --only, keep the other workloads' sections of an existing results file."""
+    _, old_parts = _sections(old)
+    head, new_parts = _sections(new)
+    merged = {**old_parts, **new_parts}
+    order = [w for w in WORKLOADS if w in merged]
+    return "\n".join([head.rstrip("\n"), *(merged[w].rstrip("\n") + "\n" for w in order)]) + "\n"
 
 
 def _render(name: str, data: Any) -> list[str]:
