@@ -88,7 +88,7 @@ def _merge(old: str, new: str) -> str:
     head, new_parts = _sections(new)
     merged = {**old_parts, **new_parts}
     order = [w for w in WORKLOADS if w in merged]
-    return "\n".join([head.rstrip("\n"), *(merged[w].rstrip("\n") + "\n" for w in order)]) + "\n"
+    return "\n\n".join([head.rstrip("\n"), *(merged[w].rstrip("\n") for w in order)]) + "\n"
 
 
 def _render(name: str, data: Any) -> list[str]:
