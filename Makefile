@@ -30,7 +30,7 @@ lint: install
 	$(VENV)/bin/mypy --strict reference
 
 conformance: install
-	$(PY) -m harness conformance --impl python --junit reports/conformance.xml --json reports/conformance.json
+	$(PY) -m harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
 
 bench: install
 	$(PY) -m harness bench --out benchmarks/RESULTS.md
