@@ -156,6 +156,24 @@ def restamp(rest: str, stale_after_days: float, now_ms: int) -> str:
     return rest.replace(" " + STALE_TOKEN, "", 1)
 
 
+def _best_lines(entries: list[tuple[int, IndexLine]], is_regular: Callable[[str], bool]) -> set[int]:
+    """S-IDX-4 pass 1: per filename, the first line unless a later one has a greater date key."""
+    best: dict[str, tuple[int, str]] = {}
+    regular: dict[str, bool] = {}
+    for i, entry in entries:
+        fname = entry.filename
+        ok = regular.get(fname)
+        if ok is None:
+            ok = regular[fname] = is_regular(fname)
+        if not ok:
+            continue
+        key = find_date(entry.rest) or ""
+        held = best.get(fname)
+        if held is None or key > held[1]:
+            best[fname] = (i, key)
+    return {i for i, _ in best.values()}
+
+
 def maintain_index(
     lines: Sequence[str],
     stale_after_days: float,
@@ -168,23 +186,13 @@ def maintain_index(
     iff it is its filename's best.  A line whose REST is unchanged and that carried nothing
     after REST is emitted as it was, without rebuilding the string.
     """
-    parsed = [parse_index_line(line) for line in lines]
-    best: dict[str, tuple[int, str]] = {}
-    regular: dict[str, bool] = {}
-    for i, entry in enumerate(parsed):
-        if entry is None:
-            continue
-        fname = entry.filename
-        ok = regular.get(fname)
-        if ok is None:
-            ok = regular[fname] = is_regular(fname)
-        if not ok:
-            continue
-        key = find_date(entry.rest) or ""
-        held = best.get(fname)
-        if held is None or key > held[1]:
-            best[fname] = (i, key)
-    chosen = {i for i, _ in best.values()}
+    parsed = list(map(parse_index_line, lines))
+    entries = [(i, e) for i, e in enumerate(parsed) if e is not None]
+    if len({e.filename for _, e in entries}) == len(entries):
+        # no filename twice (the usual index): every entry with a regular file is its best
+        chosen = {i for i, e in entries if is_regular(e.filename)}
+    else:
+        chosen = _best_lines(entries, is_regular)
     stamping = stale_after_days > 0
     out: list[str] = []
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
