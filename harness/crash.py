@@ -1027,11 +1027,6 @@ CASES: dict[str, OpCase] = {
 }
 
 
-def impl_kind(impl: str) -> str:
-    """``python``, ``pi`` or ``opencode`` from a peer name (``pi:/path`` → ``pi``)."""
-    return impl.split(":", 1)[0]
-
-
 def published_versions(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> dict[str, frozenset[bytes | None]]:
     """The versions a completed run publishes: each changed path's final content."""
     return {

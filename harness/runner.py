@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference.clock import local_iso, parse_instant
+from reference.clock import parse_instant
 from reference.config import strip_jsonc
 
 from .inject import scenario_fault, scenario_wrapper, strace_unavailable
@@ -576,7 +576,3 @@ def run_differential(
         wb.close()
     return results
 
-
-def local_stamp(ms: int) -> str:
-    """The local timestamp an implementation writes at ``ms`` (for building expectations)."""
-    return local_iso(ms)

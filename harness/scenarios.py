@@ -124,6 +124,3 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
         return {k: substitute(v, names) for k, v in value.items()}
     return value
 
-
-def must_clauses_cited(scenarios: list[Scenario]) -> set[str]:
-    return {c for sc in scenarios for c in sc.clauses}

@@ -16,7 +16,7 @@ import random
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..machines import IN_PROCESS, MACHINES, load, profiles
@@ -45,14 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @dataclass
-class Tally:
+class Tally(Stats):
+    """A machine's counters summed over the fuzz run's batches."""
+
     batches: int = 0
-    examples: int = 0
-    steps: int = 0
-    executed: int = 0
-    seconds: float = 0.0
-    failures: list[str] = field(default_factory=list)
-    exported: list[Path] = field(default_factory=list)
 
     def add(self, before: Stats, after: Stats) -> None:
         self.batches += 1
