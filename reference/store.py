@@ -29,15 +29,15 @@ from .index import (
     INITIAL_MEMORY,
     PIN_TOKEN,
     Ambiguous,
+    Found,
     find_date,
     find_index_entry,
-    maintain_index,
     parse_index_line,
     require_string,
     summary_of,
     to_slug,
-    upsert_index_line,
 )
+from .index_view import IndexView, remember, view_of
 from .lock import LOCK_BUSY_MESSAGE, LockBusy, with_lock
 from .paths import StorePaths, index_path, join
 from .text import (
@@ -206,23 +206,21 @@ class Store:
     def _with_lock(self, directory: str, fn: Callable[[str], Any]) -> Any:
         return with_lock(self.fs, self.clock, directory, self.is_shared(directory), fn)
 
-    def _is_regular_in(self, directory: str) -> Callable[[str], bool]:
+    def _regular_in(self, directory: str) -> set[str] | Callable[[str], bool]:
         """S-IO-1 for every entry of an index at once: one directory listing.
 
         A directory that cannot be listed (search permission only, no descriptor left) may
         still answer ``lstat``: then each entry is probed on its own, as the JS core does.
         """
         try:
-            return self.fs.regular_names(directory).__contains__
+            return self.fs.regular_names(directory)
         except NodeError:
             return lambda filename: is_regular_file(self.fs, join(directory, filename))
 
-    def _maintain(self, lines: list[str], directory: str) -> list[str]:
+    def _maintain(self, view: IndexView, directory: str) -> IndexView:
         """S-IDX-7: maintenance with a fresh configuration read."""
         stale_days = self.parse_rules().stale_after_days
-        return maintain_index(
-            lines, stale_days, self.clock.now_ms(), self._is_regular_in(directory)
-        )
+        return view.maintained(stale_days, self.clock.now_ms(), self._regular_in(directory))
 
     # --- write (S-WRITE) ----------------------------------------------------------------
 
@@ -259,23 +257,24 @@ class Store:
 
     # --- remove and pin (S-REMOVE, S-PIN) ------------------------------------------------
 
-    def _locate(self, directory: str, topic: object) -> tuple[list[str], Any]:
-        """Shared prologue of remove and pin: the index lines and the lookup result."""
+    def _locate(self, directory: str, topic: object) -> tuple[IndexView, Any]:
+        """Shared prologue of remove and pin: the index view and the lookup result."""
         index = index_path(directory)
         if not exists(self.fs, index):
-            return [], NO_INDEX
-        lines = store_read(self.fs, index).split("\n")
-        found = find_index_entry(lines, topic)
+            return view_of(INITIAL_MEMORY), NO_INDEX
+        view = view_of(store_read(self.fs, index))
+        pos = view.exact.get(js_lower(require_string(topic, "search")))
+        found = Found(pos, view.parsed[pos]) if pos is not None else find_index_entry(view.lines, topic)  # type: ignore[arg-type]
         if found is None:
-            return lines, f'No entry found matching "{to_string(topic)}".'
+            return view, f'No entry found matching "{to_string(topic)}".'
         if isinstance(found, Ambiguous):
             names = ", ".join(found.names)
-            return lines, f'Multiple entries match "{to_string(topic)}", be more specific: {names}'
-        return lines, found
+            return view, f'Multiple entries match "{to_string(topic)}", be more specific: {names}'
+        return view, found
 
     def execute_remove_memory(self, topic: object = UNDEFINED) -> str:
         def remove(directory: str) -> str:
-            lines, found = self._locate(directory, topic)
+            view, found = self._locate(directory, topic)
             if isinstance(found, str):
                 return found
             entry = found.entry
@@ -284,11 +283,11 @@ class Store:
                     f'Cannot remove "{entry.name}" — it is pinned. '
                     f"Unpin it first with: /memory unpin {to_string(topic)}"
                 )
-            del lines[found.index]
-            lines = self._maintain(lines, directory)
+            view = self._maintain(view.without(found.index), directory)
             if self.is_shared(directory):
                 add_tombstone(self.fs, directory, entry.filename)
-            atomic_write(self.fs, index_path(directory), "\n".join(lines))
+            remember(view)
+            atomic_write(self.fs, index_path(directory), view.text)
             return f'Removed "{entry.name}" from the index. Topic file is preserved on disk.'
 
         try:
@@ -298,10 +297,10 @@ class Store:
 
     def execute_pin_memory(self, topic: object = UNDEFINED, pin: object = UNDEFINED) -> str:
         def pin_entry(directory: str) -> str:
-            lines, found = self._locate(directory, topic)
+            view, found = self._locate(directory, topic)
             if isinstance(found, str):
                 return found
-            entry, before = found.entry, lines[found.index]
+            entry, before = found.entry, view.lines[found.index]
             current = PIN_TOKEN in before
             if isinstance(pin, bool) and pin == current:
                 state = "pinned" if pin else "unpinned"
@@ -311,17 +310,14 @@ class Store:
                 changed = before[:cut] + " " + PIN_TOKEN + before[cut:]
             else:
                 changed = before.replace(" " + PIN_TOKEN, "", 1)
-            lines[found.index] = changed
-            lines = self._maintain(lines, directory)
-            after = next(
-                (
-                    line
-                    for line in lines
-                    if (p := parse_index_line(line)) is not None and p.filename == entry.filename
-                ),
-                lines[found.index] if found.index < len(lines) else "undefined",
+            view = self._maintain(view.patched({found.index: changed}), directory)
+            lines = view.lines
+            at = view.first_at.get(entry.filename)
+            after = lines[at] if at is not None else (
+                lines[found.index] if found.index < len(lines) else "undefined"
             )
-            atomic_write(self.fs, index_path(directory), "\n".join(lines))
+            remember(view)
+            atomic_write(self.fs, index_path(directory), view.text)
             verb = "Pinned" if is_truthy(pin) else "Unpinned"
             return f'{verb} "{entry.name}".\nBefore: {before}\n After: {after}'
 
@@ -478,8 +474,8 @@ class _Write:
         fs, topic = self.fs, self.topic
         index = index_path(directory)
         raw = store_read(fs, index) if exists(fs, index) else INITIAL_MEMORY
-        lines = raw.split("\n")
-        filename = self._choose_filename(directory, lines)
+        view = view_of(raw)
+        filename = self._choose_filename(directory, view)
         path = join(directory, filename)
         if exists(fs, path) and not is_regular_file(fs, path):
             return f'Invalid topic: "{filename}" is not a regular file.'
@@ -499,11 +495,10 @@ class _Write:
         index_written = False
         try:
             atomic_write(fs, path, text)
-            updated = upsert_index_line(
-                lines, filename, topic, self.summary, self.pin, self.store.now_iso()
-            )
+            updated = view.upserted(filename, topic, self.summary, self.pin, self.store.now_iso())
             updated = self.store._maintain(updated, directory)
-            atomic_write(fs, index, "\n".join(updated))
+            remember(updated)
+            atomic_write(fs, index, updated.text)
             index_written = True
             if shared:
                 clear_tombstone(fs, directory, filename)
@@ -526,22 +521,13 @@ class _Write:
         verb = "Created" if previous is None else "Updated"
         return f'{verb} memory topic "{topic}" ({filename}).'
 
-    def _choose_filename(self, directory: str, lines: list[str]) -> str:
+    def _choose_filename(self, directory: str, view: IndexView) -> str:
         """S-WRITE-6/7: the last entry with this name, else a free or self-named slug file."""
         fs, topic = self.fs, self.topic
-        filename = self.slug + ".md"
-        indexed: set[str] = set()
-        matched = False
-        wanted = js_lower(topic)
-        for line in lines:
-            p = parse_index_line(line)
-            if p is None:
-                continue
-            indexed.add(p.filename)
-            if p.name_lower == wanted:
-                filename, matched = p.filename, True
-        if matched:
-            return filename
+        matched = view.last_named.get(js_lower(topic))
+        if matched is not None:
+            return matched
+        filename, indexed = self.slug + ".md", view.first_at
         base, n = self.slug, 2
         while filename in indexed or exists(fs, join(directory, filename)):
             path = join(directory, filename)
