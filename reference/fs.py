@@ -14,6 +14,7 @@ import stat
 from collections.abc import Callable
 from typing import TypeVar
 
+from .dirwatch import WATCHER, list_regular
 from .errors import NodeError, UnsafeFileError
 from .text import decode_utf8, encode_utf8
 
@@ -43,56 +44,107 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
+def _failure(e: OSError, syscall: str, path: str | None = None, dest: str | None = None) -> Exception:
+    """The Node form of an OS error (an errno-less error stays as it is)."""
+    return e if e.errno is None else NodeError(e.errno, syscall, path, dest)
+
+
 def _call(syscall: str, fn: Callable[[], T], path: str | None = None, dest: str | None = None) -> T:
     try:
         return fn()
     except OSError as e:
-        if e.errno is None:
-            raise
-        raise NodeError(e.errno, syscall, path, dest) from None
+        raise _failure(e, syscall, path, dest) from None
 
 
 class Fs:
-    """The only object in the reference that talks to the operating system."""
+    """The only object in the reference that talks to the operating system.
+
+    ``watch_dirs`` (default: on unless ``MEMCONFORM_DIRWATCH=0``) lets ``regular_names``
+    use a directory watch instead of a listing; the answers are the same.
+    """
+
+    watch_dirs: bool = os.environ.get("MEMCONFORM_DIRWATCH", "1") != "0"
 
     def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        return _call("open", lambda: os.open(path, flags, mode), path)
+        try:
+            return os.open(path, flags, mode)
+        except OSError as e:
+            raise _failure(e, "open", path) from None
 
     def read(self, fd: int, size: int) -> bytes:
-        return _call("read", lambda: os.read(fd, size))
+        try:
+            return os.read(fd, size)
+        except OSError as e:
+            raise _failure(e, "read") from None
 
     def pread(self, fd: int, size: int, offset: int) -> bytes:
-        return _call("read", lambda: os.pread(fd, size, offset))
+        try:
+            return os.pread(fd, size, offset)
+        except OSError as e:
+            raise _failure(e, "read") from None
 
     def write(self, fd: int, data: bytes) -> int:
-        return _call("write", lambda: os.write(fd, data))
+        try:
+            return os.write(fd, data)
+        except OSError as e:
+            raise _failure(e, "write") from None
 
     def fsync(self, fd: int) -> None:
-        _call("fsync", lambda: os.fsync(fd))
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            raise _failure(e, "fsync") from None
 
     def close(self, fd: int) -> None:
-        _call("close", lambda: os.close(fd))
+        try:
+            os.close(fd)
+        except OSError as e:
+            raise _failure(e, "close") from None
 
     def fstat(self, fd: int) -> os.stat_result:
-        return _call("fstat", lambda: os.fstat(fd))
+        try:
+            return os.fstat(fd)
+        except OSError as e:
+            raise _failure(e, "fstat") from None
 
     def lstat(self, path: str) -> os.stat_result:
-        return _call("lstat", lambda: os.lstat(path), path)
+        try:
+            return os.lstat(path)
+        except OSError as e:
+            raise _failure(e, "lstat", path) from None
 
     def stat(self, path: str) -> os.stat_result:
-        return _call("stat", lambda: os.stat(path), path)
+        try:
+            return os.stat(path)
+        except OSError as e:
+            raise _failure(e, "stat", path) from None
 
     def rename(self, src: str, dst: str) -> None:
-        _call("rename", lambda: os.rename(src, dst), src, dst)
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            raise _failure(e, "rename", src, dst) from None
 
     def link(self, src: str, dst: str) -> None:
         _call("link", lambda: os.link(src, dst), src, dst)
 
     def unlink(self, path: str) -> None:
-        _call("unlink", lambda: os.unlink(path), path)
+        try:
+            os.unlink(path)
+        except OSError as e:
+            raise _failure(e, "unlink", path) from None
 
     def mkdir(self, path: str) -> None:
         """Recursive creation; Node names the target, never the parent, when it fails."""
+        try:
+            os.mkdir(path)  # the usual case, one syscall: the parent exists
+            return
+        except FileExistsError:
+            if os.path.isdir(path):
+                return
+            raise NodeError(17, "mkdir", path) from None
+        except OSError:
+            pass  # a missing parent or anything else: the general path decides, as before
         try:
             os.makedirs(path, exist_ok=True)
         except FileExistsError:
@@ -112,17 +164,18 @@ class Fs:
         return [decode_utf8(n) for n in sorted(names)]
 
     def regular_names(self, path: str) -> set[str]:
-        """Names of the regular files in a directory from one listing (no stat per entry).
+        """Names of the regular files in a directory, without a syscall per entry.
 
         Index maintenance asks "is this entry's file regular?" for every entry; one listing
-        answers it for all of them, as ``lstat`` would, without a syscall per entry.
+        answers it for all of them, as ``lstat`` would.  With ``watch_dirs`` a directory
+        watch answers without listing again (``reference.dirwatch``).  The set may be
+        live: use it before the next call.
         """
-
-        def listing() -> set[str]:
-            with os.scandir(path) as it:
-                return {e.name for e in it if e.is_file(follow_symlinks=False)}
-
-        return _call("scandir", listing, path)
+        if self.watch_dirs:
+            known = WATCHER.regular_names(path)
+            if known is not None:
+                return known
+        return _call("scandir", lambda: list_regular(path), path)
 
     def kill(self, pid: int, sig: int) -> None:
         _call("kill", lambda: os.kill(pid, sig))
@@ -188,12 +241,14 @@ def read_bytes(fs: Fs, path: str, *, follow: bool = False) -> bytes:
     fd, st = _open_regular(fs, path, follow)
     try:
         chunks: list[bytes] = []
-        want = max(st.st_size, 0) + 1
+        want = max(st.st_size + 1, 65536)
         while True:
-            chunk = fs.read(fd, max(want, 65536))
+            chunk = fs.read(fd, want)
             if not chunk:
                 break
             chunks.append(chunk)
+            if len(chunk) < want:
+                break  # a regular file reads short only at its end: no read for the 0
         return b"".join(chunks)
     finally:
         _close_quietly(fs, fd)

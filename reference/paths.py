@@ -10,6 +10,7 @@ import os
 import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 def normalize(path: str) -> str:
@@ -37,8 +38,12 @@ def normalize(path: str) -> str:
     return ("/" + out) if absolute else out
 
 
+@lru_cache(maxsize=4096)
 def join(*segments: str) -> str:
-    """Node ``path.posix.join``: empty segments skipped, result normalised."""
+    """Node ``path.posix.join``: empty segments skipped, result normalised.
+
+    Remembered: a write joins the same few paths about ten times.
+    """
     joined = "/".join(s for s in segments if s != "")
     return normalize(joined) if joined else "."
 

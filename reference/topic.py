@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .text import LINE_START, WS_CLASS, js_lower, json_parse, json_string, trim, trim_start
 
@@ -59,6 +60,7 @@ def names_topic(text: str, topic: str) -> bool:
     return name is not None and js_lower(name) == js_lower(topic)
 
 
+@lru_cache(maxsize=64)
 def _line_pattern(key: str) -> re.Pattern[str]:
     return re.compile(LINE_START + re.escape(key) + ":[^\\n\\r\\u2028\\u2029]*")
 

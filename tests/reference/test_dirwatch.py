@@ -1,0 +1,165 @@
+"""The directory watch answers what a listing at the same moment answers (S-IO-1, S-IDX-4).
+
+``reference.dirwatch`` replaces the per-write listing that maintenance uses to learn which
+index entries name regular files.  Real directories, real FIFOs, symlinks, hard links,
+renames and forks: after every change the watch's set must equal a fresh listing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import dirwatch
+from reference.dirwatch import WATCHER, DirWatcher, list_regular
+from reference.fs import Fs
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
+
+NAMES = ["a.md", "b.md", "c.md", "MEMORY.md", ".lock", "x.md.tmp-1-a", "é.md"]
+
+
+def mutate(d: Path, op: str, name: str, other: str) -> None:  # noqa: C901 - one branch per change
+    """One directory change; errors (the name is missing, or a directory) are just skipped."""
+    p, q = d / name, d / other
+    try:
+        if op == "file":  # non-blocking: the name may be a FIFO without a reader
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644))
+        elif op == "fifo":
+            os.mkfifo(p)
+        elif op == "symlink":
+            os.symlink(other, p)
+        elif op == "dir":
+            p.mkdir()
+        elif op == "unlink":
+            if p.is_dir() and not p.is_symlink():
+                p.rmdir()
+            else:
+                p.unlink()
+        elif op == "rename":
+            os.rename(p, q)
+        elif op == "link":
+            os.link(p, q)
+        elif op == "raw":  # a name that is not UTF-8
+            raw = os.fsencode(d) + b"/\xff" + os.fsencode(name)
+            os.close(os.open(raw, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644))
+    except OSError:
+        pass
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["file", "fifo", "symlink", "dir", "unlink", "rename", "link", "raw"]),
+        st.sampled_from(NAMES),
+        st.sampled_from(NAMES),
+        st.booleans(),  # ask the watch after this change?
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(ops)
+def test_s_io_1_the_watch_equals_a_listing_after_any_changes(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, str, bool]]) -> None:
+    """S-IO-1: regular files only (FIFOs, symlinks, directories are not), at every look."""
+    d = tmp_path_factory.mktemp("watched")
+    watcher = DirWatcher()
+    assert watcher.regular_names(str(d)) == set()
+    for op, name, other, look in steps:
+        mutate(d, op, name, other)
+        if look:
+            assert watcher.regular_names(str(d)) == list_regular(str(d))
+    assert watcher.regular_names(str(d)) == list_regular(str(d))
+
+
+def test_s_io_1_a_directory_replaced_at_its_path_is_watched_afresh(tmp_path: Path) -> None:
+    """S-IO-1: the watch follows the inode; a new directory at the path is listed anew."""
+    d = tmp_path / "memory"
+    d.mkdir()
+    (d / "a.md").write_text("x")
+    watcher = DirWatcher()
+    assert watcher.regular_names(str(d)) == {"a.md"}
+    d.rename(tmp_path / "old")
+    d.mkdir()
+    (d / "b.md").write_text("x")
+    assert watcher.regular_names(str(d)) == {"b.md"}
+    (tmp_path / "old" / "c.md").write_text("x")  # the old inode's events change nothing here
+    assert watcher.regular_names(str(d)) == {"b.md"}
+
+
+def test_s_io_1_the_same_directory_under_two_paths_shares_one_answer(tmp_path: Path) -> None:
+    d = tmp_path / "memory"
+    d.mkdir()
+    (tmp_path / "alias").symlink_to(d)
+    watcher = DirWatcher()
+    assert watcher.regular_names(str(d)) == set()
+    assert watcher.regular_names(str(tmp_path / "alias")) == set()
+    (d / "a.md").write_text("x")
+    assert watcher.regular_names(str(tmp_path / "alias")) == {"a.md"}
+    assert watcher.regular_names(str(d)) == {"a.md"}
+
+
+def test_s_io_1_a_forked_child_does_not_steal_the_parents_events(tmp_path: Path) -> None:
+    """S-IO-1: after fork the child starts its own watch; the parent's queue stays its own."""
+    (tmp_path / "a.md").write_text("x")
+    assert WATCHER.regular_names(str(tmp_path)) == {"a.md"}
+    (tmp_path / "b.md").write_text("x")  # queued for the parent
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        ok = False
+        try:
+            ok = WATCHER.regular_names(str(tmp_path)) == {"a.md", "b.md"}
+            os.mkfifo(tmp_path / "c.md")
+            ok = ok and WATCHER.regular_names(str(tmp_path)) == {"a.md", "b.md"}
+        finally:
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert WATCHER.regular_names(str(tmp_path)) == {"a.md", "b.md"}
+
+
+def test_s_io_1_a_full_queue_makes_the_watch_list_again(tmp_path: Path) -> None:
+    """S-IO-1: after IN_Q_OVERFLOW nothing is trusted: the next look lists."""
+    watcher = DirWatcher()
+    assert watcher.regular_names(str(tmp_path)) == set()
+    (tmp_path / "a.md").write_text("x")
+    watcher._drain()
+    overflow = dirwatch._EVENT.pack(-1, dirwatch.IN_Q_OVERFLOW, 0, 0)
+    watcher._apply(overflow)
+    assert all(not w.valid for w in watcher._by_wd.values())
+    assert watcher.regular_names(str(tmp_path)) == {"a.md"}
+
+
+def test_s_io_1_a_filesystem_the_watch_cannot_vouch_for_is_listed() -> None:
+    """S-IO-1: procfs (like NFS or FUSE) is not on the local list: the caller lists."""
+    assert WATCHER.regular_names("/proc/self") is None
+    assert Fs().regular_names("/proc/self") == list_regular("/proc/self")
+
+
+def test_s_io_1_fs_answers_the_same_with_and_without_the_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text("x")
+    os.mkfifo(tmp_path / "f.md")
+    watched = Fs().regular_names(str(tmp_path))
+    monkeypatch.setattr(Fs, "watch_dirs", False)
+    assert Fs().regular_names(str(tmp_path)) == watched == {"a.md", "b.md"}
+
+
+def test_s_io_1_many_directories_keep_a_bounded_number_of_watches(tmp_path: Path) -> None:
+    watcher = DirWatcher()
+    for i in range(dirwatch._KEEP + 10):
+        d = tmp_path / f"d{i}"
+        d.mkdir()
+        (d / "a.md").write_text("x")
+        assert watcher.regular_names(str(d)) == {"a.md"}
+    assert len(watcher._by_path) == dirwatch._KEEP
+    assert len(watcher._by_wd) == dirwatch._KEEP
