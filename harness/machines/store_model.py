@@ -24,7 +24,7 @@ from hypothesis.stateful import initialize, invariant, rule
 
 from reference.clock import ControlledClock, parse_instant
 from reference.store import Store
-from reference.text import UNDEFINED
+from reference.text import UNDEFINED, trim
 
 from .. import model
 from ..invariants import check_store
@@ -151,8 +151,10 @@ class StoreModelMachine(Machine):
 
     def _write(self, label: str, topic: str, text: str, summary: str, pin: bool, mode: dict[str, Any]) -> None:
         args: dict[str, Any] = {"topic": topic, "content": text, "summary": summary, "pin": pin, **mode}
-        if "[pin]" in summary:
-            self.model = None  # a flag token in the summary is outside harness.model
+        if "[pin]" in summary or trim(topic) == "pin":
+            # a flag token in the summary, or S-PIN-2: in the link text `[pin](pin.md)`
+            # (pin_memory reads the whole line), is outside harness.model
+            self.model = None
         expected = self._expect(
             lambda: self.shadow.write(topic, text, summary, pin, mode.get("mode"), mode.get("overwrite"))
         )
