@@ -24,6 +24,7 @@ from typing import Any
 
 from reference import Store
 from reference.clock import ControlledClock, parse_instant
+from reference.fs import Fs
 
 from .peers import PeerSpec, configured_peers, start_driver
 from .sandbox import Sandbox
@@ -84,45 +85,134 @@ def _remove_args(names: list[str], n: int) -> list[tuple[str, dict[str, Any]]]:
     return [("remove_memory", {"topic": names[i]}) for i in range(n)]
 
 
-# --- W0: the floor ------------------------------------------------------------------------------
+# --- W0: the floors --------------------------------------------------------------------------
+
+TOPIC_BYTES = b'---\nname: "x"\n---\n\n' + b"body\n" * 20
 
 
-def floor_op(d: Path, topic_bytes: bytes, index_bytes: bytes, k: int) -> None:
+def index_bytes(entries: int) -> bytes:
+    lines = (f"- [Topic {i:05d}](topic-{i:05d}.md) 2026-08-07T01:02:50+00:00 -- summary of Topic {i:05d}" for i in range(entries))
+    return ("# Memory Index\n\n" + "\n".join(lines)).encode()
+
+
+def floor_dir(entries: int) -> Path:
+    """A directory holding as many topic files as the store: a write publishes into one."""
+    d = Path(tempfile.mkdtemp(prefix="memconform-floor-"))
+    for i in range(entries):
+        (d / f"topic-{i:05d}.md").write_bytes(TOPIC_BYTES)
+    (d / "memory.jsonc").write_bytes(b'{"stale_after_days": 0}\n')
+    return d
+
+
+def _publish(d: str, name: str, data: bytes, k: int) -> None:
+    tmp = f"{d}/{name}.tmp-{k}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+    os.rename(tmp, f"{d}/{name}")
+
+
+def floor_op(d: str, topic: str, topic_bytes: bytes, index: bytes, k: int) -> None:
     """What a write cannot avoid: lock create+unlink, two fsync'd temp-then-rename publishes."""
-    lock = d / ".lock"
-    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(f"{d}/.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     os.write(fd, b"1\t2\t3")
     os.close(fd)
-    for name, data in (("topic.md", topic_bytes), ("MEMORY.md", index_bytes)):
-        tmp = d / f"{name}.tmp-{k}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        os.rename(tmp, d / name)
-    os.unlink(lock)
+    _publish(d, topic, topic_bytes, k)
+    _publish(d, "MEMORY.md", index, k)
+    os.unlink(f"{d}/.lock")
 
 
-def w0_floor(entries: int, ops: int) -> Series:
-    s = Series(f"floor@{entries}", per=ops)
-    index = ("# Memory Index\n\n" + "\n".join(f"- [Topic {i:05d}](topic-{i:05d}.md) 2026-08-07T01:02:50+00:00 -- summary of Topic {i:05d}" for i in range(entries))).encode()
-    topic = b"---\nname: \"x\"\n---\n\n" + b"body\n" * 20
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    data = os.read(fd, os.fstat(fd).st_size + 1)
+    os.close(fd)
+    return data
+
+
+def _checked_publish(d: str, name: str, data: bytes, k: int) -> None:
+    target = f"{d}/{name}"
+    os.lstat(target)
+    tmp = f"{target}.tmp-{k}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+    os.lstat(target)
+    os.rename(tmp, target)
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def spec_floor_op(d: str, topic: str, topic_bytes: bytes, index: bytes, k: int) -> None:
+    """The floor plus every other syscall SPEC makes a write issue, with no logic between.
+
+    The configuration is probed and read twice (S-CFG-9, S-IDX-7), the directory created
+    (S-PATH-8), index and topic probed and read (S-WRITE-5..8), each publish checks its target
+    before and after and unlinks its temporary (S-IO-4), and the release reads the lock back
+    (S-LOCK-5).  No implementation that follows SPEC can do less.
+    """
+    cfg = f"{d}/memory.jsonc"
+    os.stat(cfg)
+    _read(cfg)
+    try:
+        os.mkdir(d)
+    except FileExistsError:
+        os.stat(d)
+    fd = os.open(f"{d}/.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    os.write(fd, b"1\t2\t3")
+    os.close(fd)
+    os.stat(f"{d}/MEMORY.md")
+    _read(f"{d}/MEMORY.md")
+    os.stat(f"{d}/{topic}")
+    os.lstat(f"{d}/{topic}")
+    _read(f"{d}/{topic}")
+    _checked_publish(d, topic, topic_bytes, k)
+    os.stat(cfg)
+    _read(cfg)
+    _checked_publish(d, "MEMORY.md", index, k)
+    _read(f"{d}/.lock")
+    os.unlink(f"{d}/.lock")
+
+
+FloorOp = Callable[[str, str, bytes, bytes, int], None]
+
+
+def floor_round(entries: int, ops: int, op: FloorOp = floor_op) -> float:
+    d = floor_dir(entries)
+    index = index_bytes(entries)
+    _publish(str(d), "MEMORY.md", index, -1)
+    names = [f"topic-{i % max(entries, 1):05d}.md" for i in range(ops)]
+    t0 = time.perf_counter()
+    for k, name in enumerate(names):
+        op(str(d), name, TOPIC_BYTES, index, k)
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(d)
+    return seconds
+
+
+def w0_floor(entries: int, ops: int) -> list[Series]:
+    floor, spec = Series(f"floor@{entries}", per=ops), Series(f"spec floor@{entries}", per=ops)
     for _ in range(ROUNDS):
-        d = Path(tempfile.mkdtemp(prefix="memconform-floor-"))
-        t0 = time.perf_counter()
-        for k in range(ops):
-            floor_op(d, topic, index, k)
-        s.seconds.append(time.perf_counter() - t0)
-        shutil.rmtree(d)
-    return s
+        floor.seconds.append(floor_round(entries, ops))
+        spec.seconds.append(floor_round(entries, ops, spec_floor_op))
+    return [floor, spec]
 
 
 # --- W1: store ops ---------------------------------------------------------------------------
 
 
-def _in_process(root: Path) -> Callable[[str, dict[str, Any]], object]:
+class ListingFs(Fs):
+    """The reference without the directory watch: one listing per maintenance."""
+
+    watch_dirs = False
+
+
+def _in_process(root: Path, fs: Fs | None = None) -> Callable[[str, dict[str, Any]], object]:
     sb = Sandbox(root)
-    store = Store(sb.env(), clock=ControlledClock(NOW), diagnostics=lambda _line: None)
+    store = Store(sb.env(), fs=fs, clock=ControlledClock(NOW), diagnostics=lambda _line: None)
     calls: dict[str, Callable[..., object]] = {
         "write_memory": lambda a: store.execute_write_memory(a["topic"], a["content"], a["summary"]),
         "pin_memory": lambda a: store.execute_pin_memory(a["topic"], a["pin"]),
@@ -131,50 +221,62 @@ def _in_process(root: Path) -> Callable[[str, dict[str, Any]], object]:
     return lambda op, args: calls[op](args)
 
 
-def run_phase(impl: str, entries: int, script_for: Callable[[list[str]], list[tuple[str, dict[str, Any]]]], name: str) -> Series:
-    """Median over rounds of one phase; each round on a freshly seeded store."""
-    series: Series | None = None
-    for _ in range(ROUNDS):
-        root = Path(tempfile.mkdtemp(prefix="memconform-bench-"))
-        (root / "agent").mkdir()
-        (root / "home").mkdir()
-        names = seed_store(root, entries)
-        script = script_for(names)
-        series = series or Series(name, per=len(script))
-        if impl == "reference":
-            call = _in_process(root)
+Script = Callable[[list[str]], list[tuple[str, dict[str, Any]]]]
+
+
+def phase_round(impl: str, entries: int, script_for: Script) -> tuple[float, int]:
+    """Seconds for one phase on a freshly seeded store, and its number of ops."""
+    root = Path(tempfile.mkdtemp(prefix="memconform-bench-"))
+    (root / "agent").mkdir()
+    (root / "home").mkdir()
+    names = seed_store(root, entries)
+    script = script_for(names)
+    try:
+        if impl in ("reference", "reference-listing"):
+            call = _in_process(root, ListingFs() if impl == "reference-listing" else None)
             t0 = time.perf_counter()
             for op, a in script:
                 call(op, a)
-            series.seconds.append(time.perf_counter() - t0)
-        else:
-            spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
-            with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60) as d:
-                d.call("set_clock", {"now": "2026-08-07T01:02:50Z", "mode": "frozen", "tz": "UTC"})
-                t0 = time.perf_counter()
-                for op, a in script:
-                    d.call(op, a)
-                series.seconds.append(time.perf_counter() - t0)
+            return time.perf_counter() - t0, len(script)
+        spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
+        with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60) as d:
+            d.call("set_clock", {"now": "2026-08-07T01:02:50Z", "mode": "frozen", "tz": "UTC"})
+            t0 = time.perf_counter()
+            for op, a in script:
+                d.call(op, a)
+            return time.perf_counter() - t0, len(script)
+    finally:
         shutil.rmtree(root, ignore_errors=True)
-    assert series is not None
-    return series
+
+
+def interleaved(entries: int, ops: int, contenders: dict[str, tuple[str, Script]], floors: bool = True) -> list[Series]:
+    """Every contender once per round, floors first: drift on a noisy machine hits all alike."""
+    out: dict[str, Series] = {}
+    for _ in range(ROUNDS):
+        if floors:
+            for name, op in (("floor", floor_op), ("spec floor", spec_floor_op)):
+                out.setdefault(name, Series(f"{name}@{entries}", per=ops)).seconds.append(floor_round(entries, ops, op))
+        for name, (impl, script_for) in contenders.items():
+            seconds, n = phase_round(impl, entries, script_for)
+            out.setdefault(name, Series(name, per=n)).seconds.append(seconds)
+    return list(out.values())
 
 
 def w1(impls: list[str], ops: int = 1000) -> list[Series]:
-    out = []
+    phases: dict[str, tuple[str, Script]] = {}
     for impl in impls:
-        out.append(run_phase(impl, 300, lambda n: _write_args(n, ops), f"{impl}:write"))
-        out.append(run_phase(impl, 300, lambda n: _pin_args(n, ops), f"{impl}:pin"))
-        out.append(run_phase(impl, 300 + ops, lambda n: _remove_args(n, ops), f"{impl}:remove"))
-    return out
+        phases[f"{impl}:write"] = (impl, lambda n: _write_args(n, ops))
+        phases[f"{impl}:pin"] = (impl, lambda n: _pin_args(n, ops))
+    series = interleaved(300, ops, phases)
+    removes = {f"{impl}:remove": (impl, lambda n: _remove_args(n, ops)) for impl in impls}
+    return series + interleaved(300 + ops, ops, removes, floors=False)
 
 
 def w1_curve(impls: list[str], ops: int = 200) -> list[Series]:
     out = []
     for entries in (10, 100, 300, 1000):
-        out.append(w0_floor(entries, ops))
-        for impl in impls:
-            out.append(run_phase(impl, entries, lambda n: _write_args(n, ops), f"{impl}:write@{entries}"))
+        contenders = {f"{impl}:write@{entries}": (impl, lambda n: _write_args(n, ops)) for impl in impls}
+        out += interleaved(entries, ops, contenders)
     return out
 
 
@@ -360,16 +462,16 @@ def w5() -> list[Series]:
 
 
 def impls() -> list[str]:
-    found = ["reference", "serve"]
+    found = ["reference", "reference-listing", "serve"]
     found += [p.name for p in configured_peers() if p.kind == "pi"]
     return found
 
 
 WORKLOADS: dict[str, Callable[[], Any]] = {
-    "w0": lambda: [w0_floor(300, 1000).as_dict()],
+    "w0": lambda: [s.as_dict() for s in w0_floor(300, 1000)],
     "w1": lambda: [s.as_dict() for s in w1(impls())],
     "w1_curve": lambda: [s.as_dict() for s in w1_curve(impls())],
-    "w1_syscalls": lambda: {i: syscalls_per_write(i) for i in impls() if i != "reference"},
+    "w1_syscalls": lambda: {i: syscalls_per_write(i) for i in impls() if not i.startswith("reference")},
     "w2": w2,
     "w3": w3,
     "w4": lambda: [s.as_dict() for s in w4()],

@@ -144,27 +144,40 @@ def _parsed(text: str) -> tuple[object, str | None]:
 
 
 def rules_from_text(text: str) -> Rules:
-    """S-CFG-5..7: strip, parse as ``JSON.parse``, extract with clamps."""
+    """S-CFG-5..7: strip, parse as ``JSON.parse``, extract with clamps; a fresh record."""
+    fields_ = _extracted(text)
+    if fields_ is None:
+        return Rules()
+    (persist, never, ask), rest = fields_
+    return Rules(list(persist), list(never), list(ask), *rest)  # fresh lists per record, as JS
+
+
+@lru_cache(maxsize=8)
+def _extracted(text: str) -> tuple[tuple[list[Any], list[Any], list[Any]], tuple[Any, ...]] | None:
+    """The record's values for a configuration text (None: all fallbacks), or the failure.
+
+    Remembered per text like the parse: a write reads the same configuration twice.
+    """
     data, error = _parsed(text)
     if error is not None:
         raise ConfigParseError(error)
     if data is None:
         raise ConfigParseError("Cannot read properties of null (reading 'always_persist')")
     if not isinstance(data, dict):
-        return Rules()
-    return Rules(
-        always_persist=_array(data.get("always_persist")),
-        never_persist=_array(data.get("never_persist")),
-        always_ask=_array(data.get("always_ask")),
-        max_lines=_clamped(data.get("max_lines"), MAX_LINES, 50, 1000),
-        stale_after_days=_clamped(data.get("stale_after_days"), DEFAULT_STALE_DAYS, 0, None),
-        inject_every_n_turns=_clamped(
-            data.get("inject_every_n_turns"), DEFAULT_INJECT_INTERVAL, 1, None
-        ),
-        handoff_keep=_clamped(data.get("handoff_keep"), DEFAULT_HANDOFF_KEEP, 0, None),
-        auto_resume_after_threshold=data.get("auto_resume_after_threshold_compaction") is True,
-        consolidate_on_compact=data.get("consolidate_on_compact") is True,
-        shared_dir=data.get("shared_dir") is True,
+        return None
+    arrays = (
+        _array(data.get("always_persist")),
+        _array(data.get("never_persist")),
+        _array(data.get("always_ask")),
+    )
+    return arrays, (
+        _clamped(data.get("max_lines"), MAX_LINES, 50, 1000),
+        _clamped(data.get("stale_after_days"), DEFAULT_STALE_DAYS, 0, None),
+        _clamped(data.get("inject_every_n_turns"), DEFAULT_INJECT_INTERVAL, 1, None),
+        _clamped(data.get("handoff_keep"), DEFAULT_HANDOFF_KEEP, 0, None),
+        data.get("auto_resume_after_threshold_compaction") is True,
+        data.get("consolidate_on_compact") is True,
+        data.get("shared_dir") is True,
     )
 
 

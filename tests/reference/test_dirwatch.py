@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 NAMES = ["a.md", "b.md", "c.md", "MEMORY.md", ".lock", "x.md.tmp-1-a", "é.md"]
 
 
-def mutate(d: Path, op: str, name: str, other: str) -> None:  # noqa: C901 - one branch per change
+def mutate(d: Path, op: str, name: str, other: str) -> None:
     """One directory change; errors (the name is missing, or a directory) are just skipped."""
     p, q = d / name, d / other
     try:
