@@ -163,3 +163,37 @@ def test_s_io_1_many_directories_keep_a_bounded_number_of_watches(tmp_path: Path
         assert watcher.regular_names(str(d)) == {"a.md"}
     assert len(watcher._by_path) == dirwatch._KEEP
     assert len(watcher._by_wd) == dirwatch._KEEP
+
+
+def test_s_io_1_paths_the_watch_cannot_take_fall_back_to_the_listing_and_its_error(tmp_path: Path) -> None:
+    """S-IO-1: a missing directory or a file is not watched; the listing names the failure."""
+    from reference.errors import NodeError
+
+    (tmp_path / "file.md").write_text("x")
+    for path, code in ((tmp_path / "missing", "ENOENT"), (tmp_path / "file.md", "ENOTDIR")):
+        assert WATCHER.regular_names(str(path)) is None
+        with pytest.raises(NodeError) as info:
+            Fs().regular_names(str(path))
+        assert (info.value.code, info.value.syscall) == (code, "scandir")
+
+
+def test_s_io_1_a_probe_that_fails_for_another_reason_than_a_missing_name_lists(tmp_path: Path) -> None:
+    """S-IO-1: ENAMETOOLONG on a changed name: the watch steps aside, the listing answers."""
+    d = tmp_path
+    while len(str(d)) < 3800:  # deep enough that directory + a long name exceeds PATH_MAX
+        d = d / ("d" * 200)
+        d.mkdir()
+    watcher = DirWatcher()
+    assert watcher.regular_names(str(d)) == set()
+    long_name = "n" * 250 + ".md"
+    dfd = os.open(d, os.O_RDONLY)
+    os.close(os.open(long_name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd))  # the full path is too long
+    os.close(dfd)
+    assert watcher.regular_names(str(d)) is None
+    assert Fs().regular_names(str(d)) == {long_name}
+
+
+def test_s_io_1_without_inotify_the_watch_always_defers_to_the_listing(tmp_path: Path) -> None:
+    watcher = DirWatcher()
+    watcher._broken = True  # as on a platform without inotify
+    assert watcher.regular_names(str(tmp_path)) is None
