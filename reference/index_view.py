@@ -38,7 +38,7 @@ _HEALABLE = " " + STALE_TOKEN
 
 @dataclass
 class _Stamps:
-    """Where restamping (S-IDX-6) can change a line, by the line's first date.
+    """Which lines (by id) restamping (S-IDX-6) can change, by the line's first date.
 
     ``unmarked`` lines gain ``[stale?]`` once old; ``marked`` lines lose it while young;
     ``healing`` lines (an invalid first date) always lose it; ``cut`` lines carry text after
@@ -54,44 +54,29 @@ class _Stamps:
     def copy(self) -> _Stamps:
         return _Stamps(list(self.unmarked), list(self.marked), set(self.healing), set(self.cut))
 
-    def add(self, pos: int, line: str, entry: IndexLine) -> None:
+    def add(self, line_id: int, line: str, entry: IndexLine) -> None:
         if len(line) != entry.length:
-            self.cut.add(pos)
+            self.cut.add(line_id)
         key = self._key(entry)
         if key is None:
             return
         kind, ms = key
         if kind == "healing":
-            self.healing.add(pos)
+            self.healing.add(line_id)
         else:
-            insort(self.unmarked if kind == "unmarked" else self.marked, (ms, pos))
+            insort(self.unmarked if kind == "unmarked" else self.marked, (ms, line_id))
 
-    def discard(self, pos: int, entry: IndexLine) -> None:
-        self.cut.discard(pos)
+    def discard(self, line_id: int, entry: IndexLine) -> None:
+        self.cut.discard(line_id)
         key = self._key(entry)
         if key is None:
             return
         kind, ms = key
         if kind == "healing":
-            self.healing.discard(pos)
+            self.healing.discard(line_id)
             return
         held = self.unmarked if kind == "unmarked" else self.marked
-        del held[bisect_left(held, (ms, pos))]
-
-    def shifted(self, pos: int, entry: IndexLine | None) -> _Stamps:
-        """These stamps after deleting the line at ``pos`` (holding ``entry``)."""
-        out = self.copy()
-        if entry is not None:
-            out.discard(pos, entry)
-
-        def down(p: int) -> int:
-            return p - 1 if p > pos else p
-
-        out.unmarked = [(ms, down(p)) for ms, p in out.unmarked]
-        out.marked = [(ms, down(p)) for ms, p in out.marked]
-        out.healing = {down(p) for p in out.healing}
-        out.cut = {down(p) for p in out.cut}
-        return out
+        del held[bisect_left(held, (ms, line_id))]
 
     @staticmethod
     def _key(entry: IndexLine) -> tuple[str, float] | None:
@@ -109,7 +94,7 @@ class _Stamps:
         return ("marked", ms) if _HEALABLE in rest else None
 
     def changing(self, stale_after_days: float, now_ms: int) -> set[int]:
-        """Positions whose line maintenance rewrites at ``now_ms``."""
+        """Ids of the lines maintenance rewrites at ``now_ms``."""
         out = set(self.cut)
         if not stale_after_days > 0:
             return out  # maintenance does not restamp (S-IDX-6): only cut lines change
@@ -119,9 +104,9 @@ class _Stamps:
 
         out |= self.healing
         n = _first_false(self.unmarked, old)  # old ones are a prefix
-        out.update(pos for _, pos in self.unmarked[:n])
+        out.update(line_id for _, line_id in self.unmarked[:n])
         n = _first_false(self.marked, old)  # young ones are a suffix
-        out.update(pos for _, pos in self.marked[n:])
+        out.update(line_id for _, line_id in self.marked[n:])
         return out
 
 
@@ -140,8 +125,10 @@ def _first_false(items: list[tuple[float, int]], holds: Callable[[float], bool])
 class IndexView:
     """The LF-split pieces of one index text, parsed, with the maps a write consults.
 
-    Treat a view as immutable: derived views copy what they change, because the text a view
-    was read from can come back (a rollback republishes it) and must find the same view.
+    Lines carry stable ids, ascending in line order, and the maps hold ids, so deleting a
+    line shifts nothing: a position is found by bisecting ``ids``.  Treat a view as
+    immutable: derived views copy what they change, because the text a view was read from
+    can come back (a rollback republishes it) and must find the same view.
     """
 
     __slots__ = (
@@ -149,6 +136,7 @@ class IndexView:
         "entries",
         "exact",
         "first_at",
+        "ids",
         "last_named",
         "lines",
         "parsed",
@@ -158,24 +146,39 @@ class IndexView:
     def __init__(self, lines: list[str], text: str | None = None) -> None:
         self.lines = lines
         self._text = text
+        self.ids = list(range(len(lines)))
         self.parsed: list[IndexLine | None] = list(map(parse_index_line, lines))
-        self.first_at: dict[str, int] = {}
-        self.last_named: dict[str, str] = {}
-        self.exact: dict[str, int] = {}
+        self.first_at: dict[str, int] = {}  # filename -> id of its first entry
+        self.last_named: dict[str, str] = {}  # lowered name -> filename of its last entry
+        self.exact: dict[str, int] = {}  # lowered name or filename -> id of the first entry
         self.stamps = _Stamps()
         self.entries = 0
-        for pos, (line, entry) in enumerate(zip(lines, self.parsed, strict=True)):
+        for line_id, (line, entry) in enumerate(zip(lines, self.parsed, strict=True)):
             if entry is not None:
-                self._index(pos, line, entry)
+                self._index(line_id, line, entry)
 
-    def _index(self, pos: int, line: str, entry: IndexLine) -> None:
+    def _index(self, line_id: int, line: str, entry: IndexLine) -> None:
         """Register an entry that follows every entry already registered."""
         self.entries += 1
-        self.first_at.setdefault(entry.filename, pos)
+        self.first_at.setdefault(entry.filename, line_id)
         self.last_named[entry.name_lower] = entry.filename
-        self.exact.setdefault(entry.name_lower, pos)
-        self.exact.setdefault(js_lower(entry.filename), pos)
-        self.stamps.add(pos, line, entry)
+        self.exact.setdefault(entry.name_lower, line_id)
+        self.exact.setdefault(js_lower(entry.filename), line_id)
+        self.stamps.add(line_id, line, entry)
+
+    def pos(self, line_id: int) -> int:
+        """The position of the line with this id."""
+        return bisect_left(self.ids, line_id)
+
+    def first_pos(self, filename: str) -> int | None:
+        """Position of the first entry for ``filename`` (S-IDX-3), if any."""
+        line_id = self.first_at.get(filename)
+        return None if line_id is None else self.pos(line_id)
+
+    def exact_pos(self, search_lower: str) -> int | None:
+        """Position of the first entry named or filed exactly so (S-IDX-8 exact step)."""
+        line_id = self.exact.get(search_lower)
+        return None if line_id is None else self.pos(line_id)
 
     @property
     def text(self) -> str:
@@ -187,10 +190,18 @@ class IndexView:
     def unique_filenames(self) -> bool:
         return len(self.first_at) == self.entries
 
+    def _derived(self, lines: list[str], ids: list[int], parsed: list[IndexLine | None]) -> IndexView:
+        """A view sharing this one's maps (copy any map before changing it)."""
+        view = IndexView.__new__(IndexView)
+        view.lines, view.ids, view.parsed, view._text = lines, ids, parsed, None
+        view.first_at, view.last_named, view.exact = self.first_at, self.last_named, self.exact
+        view.stamps, view.entries = self.stamps, self.entries
+        return view
+
     # --- derivation -----------------------------------------------------------------------
 
     def patched(self, changes: dict[int, str], appended: str | None = None) -> IndexView:
-        """The view of these lines with ``changes`` applied and one line appended.
+        """The view of these lines with ``changes`` (by position) applied and one line appended.
 
         Cheap when every changed entry keeps its filename and name; otherwise rebuilt.
         """
@@ -208,31 +219,31 @@ class IndexView:
                 and (old.filename != new.filename or old.name_lower != new.name_lower)
             ):
                 return IndexView(lines)
-        view = IndexView.__new__(IndexView)
-        view.lines, view._text = lines, None
-        view.parsed = list(self.parsed)
-        view.first_at, view.entries = self.first_at, self.entries
-        view.last_named, view.exact = self.last_named, self.exact
-        view.stamps = self.stamps.copy() if changes or appended is not None else self.stamps
+        ids = self.ids
+        view = self._derived(lines, ids, list(self.parsed))
+        if changes or appended is not None:
+            view.stamps = self.stamps.copy()
         for (pos, line), old, new in zip(changes.items(), olds, news, strict=True):
             view.parsed[pos] = new
             if old is not None and new is not None:
-                view.stamps.discard(pos, old)
-                view.stamps.add(pos, line, new)
+                view.stamps.discard(ids[pos], old)
+                view.stamps.add(ids[pos], line, new)
         if appended is not None:
             entry = parse_index_line(appended)
+            new_id = ids[-1] + 1 if ids else 0
+            view.ids = [*ids, new_id]
             view.parsed.append(entry)
             if entry is not None:
                 view.first_at, view.last_named = dict(self.first_at), dict(self.last_named)
                 view.exact = dict(self.exact)
-                view._index(len(lines) - 1, appended, entry)
+                view._index(new_id, appended, entry)
         return view
 
     def without(self, pos: int) -> IndexView:
         """The view with the line at ``pos`` deleted (S-REMOVE-3).
 
-        Later positions shift down by one; when names, filenames or lookup keys repeat, which
-        entry a key answers may change, so the view is rebuilt.
+        When names, filenames or lookup keys repeat, which entry a key answers may change, so
+        the view is rebuilt.
         """
         lines = self.lines[:pos] + self.lines[pos + 1 :]
         entry = self.parsed[pos]
@@ -242,29 +253,21 @@ class IndexView:
             and len(self.exact) == 2 * self.entries
         ):
             return IndexView(lines)
-
-        def shift(d: dict[str, int]) -> dict[str, int]:
-            return {k: (v - 1 if v > pos else v) for k, v in d.items()}
-
-        view = IndexView.__new__(IndexView)
-        view.lines, view._text = lines, None
-        view.parsed = self.parsed[:pos] + self.parsed[pos + 1 :]
-        view.first_at, view.exact = shift(self.first_at), shift(self.exact)
-        view.last_named, view.entries = self.last_named, self.entries
-        view.stamps = self.stamps.shifted(pos, entry)
+        view = self._derived(lines, self.ids[:pos] + self.ids[pos + 1 :], self.parsed[:pos] + self.parsed[pos + 1 :])
         if entry is not None:
             view.entries -= 1
-            del view.first_at[entry.filename]
+            view.first_at, view.last_named, view.exact = dict(self.first_at), dict(self.last_named), dict(self.exact)
+            del view.first_at[entry.filename], view.last_named[entry.name_lower]
             del view.exact[entry.name_lower], view.exact[js_lower(entry.filename)]
-            view.last_named = dict(self.last_named)
-            del view.last_named[entry.name_lower]
+            view.stamps = self.stamps.copy()
+            view.stamps.discard(self.ids[pos], entry)
         return view
 
     # --- the questions --------------------------------------------------------------------
 
     def upserted(self, filename: str, name: str, summary: str, pin: bool, timestamp: str) -> IndexView:
         """S-IDX-3 (``upsert_index_line``) on the view."""
-        pos = self.first_at.get(filename)
+        pos = self.first_pos(filename)
         if pos is None:
             return self.patched({}, render_entry(name, filename, pin, timestamp, summary))
         held = self.parsed[pos]
@@ -283,7 +286,7 @@ class IndexView:
         if isinstance(regular, (set, frozenset)) and self.unique_filenames and self.first_at.keys() <= regular:
             stamping = stale_after_days > 0
             changes: dict[int, str] = {}
-            for pos in sorted(self.stamps.changing(stale_after_days, now_ms)):
+            for pos in sorted(map(self.pos, self.stamps.changing(stale_after_days, now_ms))):
                 entry = self.parsed[pos]
                 assert entry is not None
                 rest = restamp(entry.rest, stale_after_days, now_ms) if stamping else entry.rest
@@ -294,11 +297,6 @@ class IndexView:
         is_regular = regular.__contains__ if isinstance(regular, (set, frozenset)) else regular
         assert callable(is_regular)
         return IndexView(maintain_index(self.lines, stale_after_days, now_ms, is_regular))
-
-    def find(self, search_lower: str) -> IndexLine | None:
-        """The first entry named or filed exactly as ``search_lower`` (S-IDX-8 exact step)."""
-        pos = self.exact.get(search_lower)
-        return None if pos is None else self.parsed[pos]
 
 
 # --- the cache ------------------------------------------------------------------------------

@@ -263,7 +263,7 @@ class Store:
         if not exists(self.fs, index):
             return view_of(INITIAL_MEMORY), NO_INDEX
         view = view_of(store_read(self.fs, index))
-        pos = view.exact.get(js_lower(require_string(topic, "search")))
+        pos = view.exact_pos(js_lower(require_string(topic, "search")))
         found = Found(pos, view.parsed[pos]) if pos is not None else find_index_entry(view.lines, topic)  # type: ignore[arg-type]
         if found is None:
             return view, f'No entry found matching "{to_string(topic)}".'
@@ -312,7 +312,7 @@ class Store:
                 changed = before.replace(" " + PIN_TOKEN, "", 1)
             view = self._maintain(view.patched({found.index: changed}), directory)
             lines = view.lines
-            at = view.first_at.get(entry.filename)
+            at = view.first_pos(entry.filename)
             after = lines[at] if at is not None else (
                 lines[found.index] if found.index < len(lines) else "undefined"
             )
