@@ -3,12 +3,13 @@
 A write asks of ``MEMORY.md``: which file holds this topic name (S-WRITE-6), where is the
 first entry for a filename (S-IDX-3), and what does maintenance change (S-IDX-4..6).  Asking
 each by scanning every line made a write cost Python work per entry.  A view answers them
-from maps, and the view of the text a write publishes is *derived* from the one it read (one
-line replaced or appended), so the next operation that reads that text back finds it ready.
+from maps, and the view of the text a write publishes is *derived* from the one it read (a
+line replaced, appended or removed), so the next operation that reads that text back finds it
+ready.
 
 Every answer equals the scan's: the scans in ``index`` stay the definition, anything unusual
-(a repeated filename, an orphan, a renamed entry, a line removed) falls back to them, and
-the tests compare the two on random indexes.
+(a repeated filename or name, an orphan, an entry renamed by an edit) falls back to them, and
+the tests compare the two on random indexes and edit sequences.
 """
 
 from __future__ import annotations
