@@ -280,7 +280,12 @@ def w1_curve(impls: list[str], ops: int = 200) -> list[Series]:
     return out
 
 
-def syscalls_per_write(impl: str, entries: int = 300, ops: int = 100) -> dict[str, float]:
+PHASES: dict[str, Callable[[list[str], int], list[tuple[str, dict[str, Any]]]]] = {
+    "write": _write_args, "pin": _pin_args, "remove": _remove_args,
+}
+
+
+def syscalls_per_op(impl: str, phase: str, entries: int = 300, ops: int = 100) -> dict[str, float]:
     """``strace -c -f`` over a serve/driver run, minus a run with no ops, per op."""
     if shutil.which("strace") is None:
         return {}
@@ -294,7 +299,7 @@ def syscalls_per_write(impl: str, entries: int = 300, ops: int = 100) -> dict[st
         spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
         wrapper = ["strace", "-f", "-c", "-o", str(out)]
         with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60, wrapper=wrapper) as d:
-            for op, a in _write_args(names, n):
+            for op, a in PHASES[phase](names, n):
                 d.call(op, a)
         calls: dict[str, int] = {}
         for line in out.read_text().splitlines():
@@ -471,7 +476,9 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
     "w0": lambda: [s.as_dict() for s in w0_floor(300, 1000)],
     "w1": lambda: [s.as_dict() for s in w1(impls())],
     "w1_curve": lambda: [s.as_dict() for s in w1_curve(impls())],
-    "w1_syscalls": lambda: {i: syscalls_per_write(i) for i in impls() if not i.startswith("reference")},
+    "w1_syscalls": lambda: {
+        f"{i}:{phase}": syscalls_per_op(i, phase) for i in impls() if not i.startswith("reference") for phase in PHASES
+    },
     "w2": w2,
     "w3": w3,
     "w4": lambda: [s.as_dict() for s in w4()],

@@ -137,7 +137,7 @@ def _render(name: str, data: Any) -> list[str]:
             "`reference-listing` is the reference without the directory watch.",
         ]
     if name == "w1_syscalls":
-        lines = ["| impl | syscalls per write (total) | main calls |", "|---|---:|---|"]
+        lines = ["| impl:op | syscalls per op (total) | main calls |", "|---|---:|---|"]
         for impl, per in data.items():
             main = ", ".join(f"{k} {v}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]) if k != "total")[:200]
             lines.append(f"| {impl} | {per.get('total', '—')} | {main} |")
