@@ -35,6 +35,8 @@ IN_IGNORED = 0x8000
 IN_ONLYDIR = 0x01000000
 _MASK = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
 _GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
+_APPEARED = IN_CREATE | IN_MOVED_TO  # otherwise (IN_DELETE, IN_MOVED_FROM) the name is gone
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsdecode
 
 # Filesystems whose every change, from any process on this host, reaches the watch, and that
 # no other host writes: ext2/3/4, xfs, btrfs, tmpfs, f2fs.  Not NFS, SMB, FUSE or overlayfs
@@ -180,25 +182,28 @@ class DirWatcher:
                 return
 
     def _apply(self, data: bytes) -> None:
-        at = 0
-        while at < len(data):
-            wd, mask, _cookie, size = _EVENT.unpack_from(data, at)
-            name = data[at + _EVENT.size : at + _EVENT.size + size].rstrip(b"\0")
-            at += _EVENT.size + size
+        """Note each event's name: appeared (probe it later) or gone (not regular now)."""
+        by_wd, unpack, head = self._by_wd, _EVENT.unpack_from, _EVENT.size
+        at, end = 0, len(data)
+        while at < end:
+            wd, mask, _cookie, size = unpack(data, at)
+            start, at = at + head, at + head + size
             if mask & IN_Q_OVERFLOW:
-                for each in self._by_wd.values():
+                for each in by_wd.values():
                     each.valid = False
                 continue
-            watch = self._by_wd.get(wd)
+            watch = by_wd.get(wd)
             if watch is None:
                 continue
             if mask & _GONE:
                 watch.valid = False
-            elif mask & (IN_CREATE | IN_MOVED_TO):
+                continue
+            name = data[start:at].rstrip(b"\0")
+            if mask & _APPEARED:
                 watch.dirty.add(name)
-            elif mask & (IN_DELETE | IN_MOVED_FROM):
+            else:
                 watch.dirty.discard(name)
-                watch.regular.discard(os.fsdecode(name))
+                watch.regular.discard(name.decode(_FS_ENCODING, _FS_ERRORS))
 
     def _probe(self, path: str, watch: _Watch) -> bool:
         """``lstat`` each name that appeared since the last look; False: list instead."""
@@ -211,10 +216,11 @@ class DirWatcher:
                     watch.valid = False
                     return False
                 regular = False
+            decoded = name.decode(_FS_ENCODING, _FS_ERRORS)
             if regular:
-                watch.regular.add(os.fsdecode(name))
+                watch.regular.add(decoded)
             else:
-                watch.regular.discard(os.fsdecode(name))
+                watch.regular.discard(decoded)
         watch.dirty.clear()
         return watch.valid
 
