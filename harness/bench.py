@@ -104,13 +104,24 @@ def floor_dir(entries: int) -> Path:
     return d
 
 
-def _publish(d: str, name: str, data: bytes, k: int) -> None:
-    tmp = f"{d}/{name}.tmp-{k}"
+def _publish(d: str, name: str, data: bytes, k: int, checked: bool = False) -> None:
+    """fsync'd temp-then-rename; ``checked`` adds S-IO-4's target re-checks and temp unlink."""
+    target = f"{d}/{name}"
+    if checked:
+        os.lstat(target)
+    tmp = f"{target}.tmp-{k}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, data)
     os.fsync(fd)
     os.close(fd)
-    os.rename(tmp, f"{d}/{name}")
+    if checked:
+        os.lstat(target)
+    os.rename(tmp, target)
+    if checked:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def floor_op(d: str, topic: str, topic_bytes: bytes, index: bytes, k: int) -> None:
@@ -128,22 +139,6 @@ def _read(path: str) -> bytes:
     data = os.read(fd, os.fstat(fd).st_size + 1)
     os.close(fd)
     return data
-
-
-def _checked_publish(d: str, name: str, data: bytes, k: int) -> None:
-    target = f"{d}/{name}"
-    os.lstat(target)
-    tmp = f"{target}.tmp-{k}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, data)
-    os.fsync(fd)
-    os.close(fd)
-    os.lstat(target)
-    os.rename(tmp, target)
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
 
 
 def spec_floor_op(d: str, topic: str, topic_bytes: bytes, index: bytes, k: int) -> None:
@@ -169,10 +164,10 @@ def spec_floor_op(d: str, topic: str, topic_bytes: bytes, index: bytes, k: int) 
     os.stat(f"{d}/{topic}")
     os.lstat(f"{d}/{topic}")
     _read(f"{d}/{topic}")
-    _checked_publish(d, topic, topic_bytes, k)
+    _publish(d, topic, topic_bytes, k, checked=True)
     os.stat(cfg)
     _read(cfg)
-    _checked_publish(d, "MEMORY.md", index, k)
+    _publish(d, "MEMORY.md", index, k, checked=True)
     _read(f"{d}/.lock")
     os.unlink(f"{d}/.lock")
 

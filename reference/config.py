@@ -130,47 +130,41 @@ class ConfigParseError(Exception):
     """A parse or extraction failure; its text becomes the S-CFG-8 diagnostic."""
 
 
-@lru_cache(maxsize=8)
-def _parsed(text: str) -> tuple[object, str | None]:
-    """The parsed value of a configuration text, or the parse error's message.
-
-    The file is still read on every call (S-CFG-9); only the parse of identical text is
-    remembered, since every write reads the same configuration twice.
-    """
-    try:
-        return json_parse(strip_jsonc(text)), None
-    except ValueError as e:
-        return None, str(e)
+Values = tuple[tuple[list[Any], list[Any], list[Any]], tuple[Any, ...]]
 
 
 def rules_from_text(text: str) -> Rules:
     """S-CFG-5..7: strip, parse as ``JSON.parse``, extract with clamps; a fresh record."""
-    fields_ = _extracted(text)
-    if fields_ is None:
+    values, error = _extracted(text)
+    if error is not None:
+        raise ConfigParseError(error)
+    if values is None:
         return Rules()
-    (persist, never, ask), rest = fields_
+    (persist, never, ask), rest = values
     return Rules(list(persist), list(never), list(ask), *rest)  # fresh lists per record, as JS
 
 
 @lru_cache(maxsize=8)
-def _extracted(text: str) -> tuple[tuple[list[Any], list[Any], list[Any]], tuple[Any, ...]] | None:
+def _extracted(text: str) -> tuple[Values | None, str | None]:
     """The record's values for a configuration text (None: all fallbacks), or the failure.
 
-    Remembered per text like the parse: a write reads the same configuration twice.
+    The file is still read on every call (S-CFG-9); only the work on identical text is
+    remembered, since every write reads the same configuration twice.
     """
-    data, error = _parsed(text)
-    if error is not None:
-        raise ConfigParseError(error)
+    try:
+        data = json_parse(strip_jsonc(text))
+    except ValueError as e:
+        return None, str(e)
     if data is None:
-        raise ConfigParseError("Cannot read properties of null (reading 'always_persist')")
+        return None, "Cannot read properties of null (reading 'always_persist')"
     if not isinstance(data, dict):
-        return None
+        return None, None
     arrays = (
         _array(data.get("always_persist")),
         _array(data.get("never_persist")),
         _array(data.get("always_ask")),
     )
-    return arrays, (
+    return (arrays, (
         _clamped(data.get("max_lines"), MAX_LINES, 50, 1000),
         _clamped(data.get("stale_after_days"), DEFAULT_STALE_DAYS, 0, None),
         _clamped(data.get("inject_every_n_turns"), DEFAULT_INJECT_INTERVAL, 1, None),
@@ -178,7 +172,7 @@ def _extracted(text: str) -> tuple[tuple[list[Any], list[Any], list[Any]], tuple
         data.get("auto_resume_after_threshold_compaction") is True,
         data.get("consolidate_on_compact") is True,
         data.get("shared_dir") is True,
-    )
+    )), None
 
 
 def _array(value: object) -> list[Any]:

@@ -24,12 +24,16 @@ from .index import (
     DAY_MS,
     PIN_TOKEN,
     STALE_TOKEN,
+    Ambiguous,
+    Found,
     IndexLine,
     find_date,
+    find_index_entry,
     maintain_index,
     parse_date_ms,
     parse_index_line,
     render_entry,
+    require_string,
     restamp,
 )
 from .text import js_lower
@@ -265,6 +269,15 @@ class IndexView:
         return view
 
     # --- the questions --------------------------------------------------------------------
+
+    def find(self, search: object) -> Found | Ambiguous | None:
+        """S-IDX-8 (``find_index_entry``) on the view: an exact key from the map, else the scan."""
+        pos = self.exact_pos(js_lower(require_string(search, "search")))
+        if pos is None:
+            return find_index_entry(self.lines, search)
+        entry = self.parsed[pos]
+        assert entry is not None
+        return Found(pos, entry)
 
     def upserted(self, filename: str, name: str, summary: str, pin: bool, timestamp: str) -> IndexView:
         """S-IDX-3 (``upsert_index_line``) on the view."""

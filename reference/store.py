@@ -29,9 +29,7 @@ from .index import (
     INITIAL_MEMORY,
     PIN_TOKEN,
     Ambiguous,
-    Found,
     find_date,
-    find_index_entry,
     parse_index_line,
     require_string,
     summary_of,
@@ -263,8 +261,7 @@ class Store:
         if not exists(self.fs, index):
             return view_of(INITIAL_MEMORY), NO_INDEX
         view = view_of(store_read(self.fs, index))
-        pos = view.exact_pos(js_lower(require_string(topic, "search")))
-        found = Found(pos, view.parsed[pos]) if pos is not None else find_index_entry(view.lines, topic)  # type: ignore[arg-type]
+        found = view.find(topic)
         if found is None:
             return view, f'No entry found matching "{to_string(topic)}".'
         if isinstance(found, Ambiguous):
