@@ -34,6 +34,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from reference.clock import ControlledClock, parse_instant
 from reference.errors import AggregateJsError, NodeError
 from reference.fs import Fs
+from reference.index import INITIAL_MEMORY
 from reference.store import Store
 from reference.text import decode_utf8, encode_utf8
 
@@ -43,6 +44,8 @@ from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
 from .export import content
+
+INITIAL_BYTES = INITIAL_MEMORY.encode()
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
@@ -435,6 +438,8 @@ class _Context:
                 return "KNOWN write: index published, then rollback skipped it (S-IO-4.6, S-WRITE-13)"
             return "S-IO-4.6 published, then its temp cleanup failed"
         before = self.before.get(p)
+        if self.op == "write_memory" and p.endswith("/MEMORY.md") and before is None and got == INITIAL_BYTES:
+            return "S-WRITE-13 rollback writes RAW back: the initial index when none existed (S-WRITE-5)"
         if before is not None and got == encode_utf8(decode_utf8(before)) and got != before:
             return "S-WRITE-13 rollback re-encodes PREV"
         if (

@@ -126,6 +126,7 @@ class _FailOnce(Fs):
             raise NodeError(errno.EIO, syscall, path)
 
     def open(self, path: str, flags: int, mode: int = 0o666) -> int:
+        self._maybe("open", path)
         fd = super().open(path, flags, mode)
         if flags & os.O_CREAT and path.endswith("/.lock"):
             self.fd = fd
@@ -155,6 +156,23 @@ def test_failed_close_of_a_fresh_lock_leaves_no_lock(env: StoreEnv) -> None:
     with pytest.raises(NodeError):
         store.execute_write_memory("A", "x", "s")
     assert not os.path.lexists(Path(env.local) / ".lock")
+
+
+def test_s_write_13_rollback_of_a_first_write_leaves_the_initial_index(env: StoreEnv) -> None:
+    """S-WRITE-5/13: with no index RAW is the initial text, and the rollback writes RAW back.
+
+    Found by the rollback machine (seed 2788905945): a shared write whose tombstone update
+    fails after the index was published leaves ``# Memory Index`` behind, not no index.
+    """
+    env.put("agent/memory.jsonc", '{"shared_dir": true}')
+    env.put("home/.agents/memory/.ocl-removed", "alpha.md\n")
+    store = _store(env, _FailOnce("open", ".ocl-removed.tmp-"))
+    with pytest.raises(NodeError):
+        store.execute_write_memory("Alpha", "x", "s")
+    shared = Path(env.shared)
+    assert (shared / "MEMORY.md").read_bytes() == b"# Memory Index\n\n"
+    assert not (shared / "alpha.md").exists()
+    assert (shared / ".ocl-removed").read_bytes() == b"alpha.md\n"
 
 
 @pytest.mark.xfail(strict=True, reason=(
