@@ -319,8 +319,8 @@ def syscalls_per_op(impl: str, phase: str, entries: int = 300, ops: int = 100) -
 def w2() -> dict[str, Any]:
     """States per second of the in-process explorer, crash points per second with real kills,
     and the bounded exhaustive run (2 topics, up to 3 ops, every crash point, every model)."""
-    from .crash import CASES, Explorer
-    from .inject import crash_runs, strace_unavailable
+    from .faults.crash import CASES, Explorer
+    from .faults.inject import crash_runs, strace_unavailable
 
     explorer = Series("explorer: crash states checked, all op kinds, 3 models (one core)")
     for _ in range(ROUNDS):
@@ -386,8 +386,8 @@ def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
 def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[Any]:
     """A linearizable history: ops applied to the model in a random order, with overlapping
     intervals around their linearization points (so the checker has real choices)."""
-    from . import model
     from .history import Op
+    from .oracles import kind_model as model
 
     rng = random.Random(seed)
     names = [f"Topic {chr(65 + i)}{i}" for i in range(topics)]

@@ -1,4 +1,4 @@
-"""A P-compositional Wing–Gong–Lowe linearizability checker over ``harness.model``.
+"""A P-compositional Wing–Gong–Lowe linearizability checker over ``harness.oracles.kind_model``.
 
 Ops on independent topics commute (``model.independent_topics``), so a history is split by
 topic and each part searched alone; otherwise the whole store is one part.  The search is
@@ -12,8 +12,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from . import model
 from .history import Op
+from .oracles import kind_model as model
 
 LINEARIZABLE = "linearizable"
 NOT_LINEARIZABLE = "not linearizable"

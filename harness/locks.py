@@ -24,7 +24,7 @@ from pathlib import Path
 from reference.fs import Fs
 from reference.lock import try_acquire
 
-from .model import BUSY, result_kind
+from .oracles.kind_model import BUSY, result_kind
 from .peers import DriverError, PeerSpec, start_driver
 from .runner import dead_pid
 from .sandbox import Sandbox

@@ -25,8 +25,8 @@ from typing import Any
 from reference.clock import parse_instant
 from reference.config import strip_jsonc
 
-from .inject import scenario_fault, scenario_wrapper, strace_unavailable
-from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
+from .faults.inject import scenario_fault, scenario_wrapper, strace_unavailable
+from .oracles.invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox, snapshot
 from .scenarios import Scenario, content_bytes, substitute

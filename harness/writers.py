@@ -19,10 +19,10 @@ from typing import Any
 
 from reference import to_slug
 
-from . import model
 from .history import History
-from .invariants import ALL_CHECKS, Violation, check_sandbox
 from .linearize import Verdict, check
+from .oracles import kind_model as model
+from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox
 

@@ -1,8 +1,8 @@
 """``memconform crash``: kill (or fail) an operation at every store-touching syscall.
 
-Real processes under strace for any implementation (``harness.inject``), or, with
+Real processes under strace for any implementation (``harness.faults.inject``), or, with
 ``--explore``, the in-process explorer of the reference with its persistence models
-(``harness.crash``).  Exit status 1 when any run shows a violation.
+(``harness.faults.crash``).  Exit status 1 when any run shows a violation.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .. import crash, inject
+from ..faults import crash, inject
 from ..peers import PeerSpec
 from ..scenarios import content_bytes, load_file
 from .common import add_impl_arguments

@@ -24,6 +24,7 @@ from hypothesis.stateful import initialize, invariant, rule
 
 from reference.clock import parse_instant
 
+from ..oracles.shadow import parse
 from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
 from ..runner import normalise_files
 from ..sandbox import Sandbox, snapshot
@@ -31,7 +32,6 @@ from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import CONFIG, Machine, guarded
 from .export import content
-from .shadow import parse
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 SCRIBBLES = (

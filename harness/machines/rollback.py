@@ -38,7 +38,7 @@ from reference.index import INITIAL_MEMORY
 from reference.store import Store
 from reference.text import decode_utf8, encode_utf8
 
-from ..invariants import check_store
+from ..oracles.invariants import check_store
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S

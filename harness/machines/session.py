@@ -32,10 +32,10 @@ from reference.session import (
 )
 from reference.store import Store
 
+from ..oracles.shadow import INITIAL, stamp
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from .base import Machine, guarded
-from .shadow import INITIAL, stamp
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 BASE_PROMPT = "BASE_PROMPT"

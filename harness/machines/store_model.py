@@ -7,7 +7,7 @@ overwrite, pin), remove, pin/unpin, recap retirement, search, the index reads, t
 (stale stamping), shared mode with carry-over, and a human editing the store behind its back.
 Tampering the shadow cannot represent (a scribbled topic with CR frontmatter) switches to
 invariant-only checking until the files are representable again (resynchronised from disk).
-While the run stays inside ``harness.model``'s domain the model's result kinds are checked
+While the run stays inside ``harness.oracles.kind_model``'s domain the model's result kinds are checked
 too, since the linearizability checker relies on them.
 """
 
@@ -26,14 +26,14 @@ from reference.clock import ControlledClock, parse_instant
 from reference.store import Store
 from reference.text import UNDEFINED, trim
 
-from .. import model
-from ..invariants import check_store
+from ..oracles import kind_model as model
+from ..oracles.invariants import check_store
+from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files, first_date, parse
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
 from .export import content
-from .shadow import Dir, Shadow, Topic, Uncovered, dir_from_files, first_date, parse
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 _NOTHING = object()
@@ -102,7 +102,7 @@ class StoreModelMachine(Machine):
             return
         self.model, kind = model.apply(self.model, op, args)
         got = model.result_kind(actual)
-        assert kind == got, f"harness.model says {kind!r} for {op} {args!r}; the store said {actual!r}"
+        assert kind == got, f"harness.oracles.kind_model says {kind!r} for {op} {args!r}; the store said {actual!r}"
 
     def _after_mutation(self, kind: str) -> None:
         """S-INV-2 on the directory just mutated (only checks that hold after tampering)."""
@@ -153,7 +153,7 @@ class StoreModelMachine(Machine):
         args: dict[str, Any] = {"topic": topic, "content": text, "summary": summary, "pin": pin, **mode}
         if "[pin]" in summary or trim(topic) == "pin":
             # A-1: a flag token in the summary, or S-PIN-2: in the link text `[pin](pin.md)`
-            # (pin_memory reads the whole line), is outside harness.model
+            # (pin_memory reads the whole line), is outside harness.oracles.kind_model
             self.model = None
         expected = self._expect(
             lambda: self.shadow.write(topic, text, summary, pin, mode.get("mode"), mode.get("overwrite"))

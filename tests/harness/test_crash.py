@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import crash
 from harness.cli import main
-from harness.crash import (
+from harness.faults import crash
+from harness.faults.crash import (
     CASES,
     ROOT,
     Explorer,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import inject
 from harness.cli import main
-from harness.crash import CASES
-from harness.inject import (
+from harness.faults import inject
+from harness.faults.crash import CASES
+from harness.faults.inject import (
     Traced,
     crash_runs,
     error_runs,

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.invariants import check_store
 from harness.machines import IN_PROCESS, load
 from harness.machines.base import EXPORT_ENV, run_machine
 from harness.machines.differential import DifferentialMachine, _Pool, configure_peer, current_peer
 from harness.machines.store_model import StoreModelMachine
+from harness.oracles.invariants import check_store
 from harness.peers import PeerSpec
 from harness.scenarios import load_file
 from reference.errors import NodeError

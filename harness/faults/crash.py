@@ -7,7 +7,7 @@ Two halves share one checker:
   each store file must be its version before the operation or one the operation publishes,
   and the cross-file states must be among the allowed ones.  ``check_settled_state`` judges a
   store after an operation completed (S-INV-2, S-INV-4, no lost or resurrected entries).
-  Real kills (``harness.inject``) and the explorer below both feed it, so a finding means the
+  Real kills (``harness.faults.inject``) and the explorer below both feed it, so a finding means the
   same thing whichever way the state was produced.
 * The explorer runs the reference in process on ``MemFs``, an in-memory ``Fs`` that records
   every mutating call as an *effect*.  Crash states are then materialised without processes by
@@ -38,7 +38,7 @@ from reference.index import parse_index_line
 from reference.serve import Server
 from reference.store import Store
 
-from .sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
+from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
 
 State = dict[str, bytes]
 NOW = "2026-08-07T01:02:50Z"

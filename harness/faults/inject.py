@@ -17,7 +17,7 @@ The second run is traced too, and the fault is verified to have hit the intended
 syscall, same path with temporary names normalised); a miss is reported, never counted.
 Kills (``signal=SIGKILL``) stop the call before it runs; errors replace it (ENOSPC, EIO,
 EACCES, EINTR); delays hold it.  ``crash_runs`` and ``error_runs`` apply one fault per
-enumerated call and judge the store with ``harness.crash``'s checker.
+enumerated call and judge the store with ``harness.faults.crash``'s checker.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..sandbox import Sandbox, snapshot
 from .crash import (
     NOW,
     NOW_MS,
@@ -49,8 +51,6 @@ from .crash import (
     lock_age_ms,
     published_versions,
 )
-from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from .sandbox import Sandbox, snapshot
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
 STORE_SYSCALLS = (

@@ -1,6 +1,6 @@
 """The exact expectation of the store machine: every file's bytes and every result string.
 
-``harness.model`` says what *kind* of result an operation has; the store machine must also
+``harness.oracles.kind_model`` says what *kind* of result an operation has; the store machine must also
 compare bytes, so this module keeps each memory directory as text — the index as its list of
 LF-split pieces, topics as frontmatter lines plus body — and applies SPEC's algorithms to it
 (S-WRITE, S-REMOVE, S-PIN, S-IDX maintenance, S-RETIRE, S-MIGRATE carry-over, S-DISP reads).
