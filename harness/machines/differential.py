@@ -24,7 +24,7 @@ from hypothesis.stateful import initialize, invariant, rule
 
 from reference.clock import parse_instant
 
-from ..oracles.shadow import parse
+from ..oracles.grammar import parse
 from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
 from ..runner import normalise_files
 from ..sandbox import Sandbox, snapshot

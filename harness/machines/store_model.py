@@ -27,8 +27,9 @@ from reference.store import Store
 from reference.text import UNDEFINED, trim
 
 from ..oracles import kind_model as model
+from ..oracles.grammar import first_date, parse
 from ..oracles.invariants import check_store
-from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files, first_date, parse
+from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S

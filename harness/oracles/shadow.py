@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from reference.index import to_slug
 from reference.text import (
     WS_CLASS,
     collapse_whitespace,
@@ -32,6 +31,8 @@ from reference.text import (
     utf16_slice,
 )
 
+from .grammar import Line, date_ms, first_date, parse, safe_filename, to_slug
+
 INITIAL = "# Memory Index\n\n"
 LIMIT = 51200
 DAY_MS = 86_400_000
@@ -41,68 +42,14 @@ BUSY = "Error: memory store is busy (another tool or process holds the lock) —
 NOT_FOUND_TOPIC = "_(file not found)_"
 
 _WS = WS_CLASS[1:-1]
-_ENTRY = re.compile(f"([{_WS}]*-[{_WS}]+\\[)([^\\]]+)(\\]\\(([^)]+)\\))([^\\n\\r\\u2028\\u2029]*)")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}:[0-9]{2})?")
 _SUMMARY = re.compile(f"--[{_WS}]+(.+)", re.S)
 _BLOCK = re.compile("---\r?\n([\\s\\S]*?)\r?\n---\r?\n")
 _PROBE = re.compile("---\r?\n([\\s\\S]*?)\r?\n---")
 _NAME = re.compile(f"(?:(?<=[\\n\\r\\u2028\\u2029])|(?<![\\s\\S]))name:[{_WS}]*([^\\n\\r\\u2028\\u2029]+)")
-_UNSAFE = re.compile("[\\\\/\\[\\]()\x00-\x1f\x7f]")
 
 
 class Uncovered(Exception):
     """The files hold something this shadow cannot represent (e.g. CR in frontmatter)."""
-
-
-# --- index lines (S-FMT-6/7, S-IDX-1/2) -----------------------------------------------
-
-
-def safe_filename(name: str) -> bool:
-    low = js_lower(name)
-    return (
-        low.endswith(".md") and low != "memory.md" and not name.startswith(".")
-        and ".." not in name and _UNSAFE.search(name) is None
-    )
-
-
-@dataclass(frozen=True)
-class Line:
-    prefix: str
-    name: str
-    mid: str
-    filename: str
-    rest: str
-
-    @property
-    def pinned(self) -> bool:
-        return "[pin]" in self.rest
-
-    def render(self, rest: str | None = None) -> str:
-        return self.prefix + self.name + self.mid + (self.rest if rest is None else rest)
-
-
-def parse(line: str) -> Line | None:
-    m = _ENTRY.match(line)
-    if m is None or not safe_filename(m.group(4)):
-        return None
-    return Line(m.group(1), m.group(2), m.group(3), m.group(4), m.group(5))
-
-
-def first_date(rest: str) -> str | None:
-    m = _DATE.search(rest)
-    return m.group(0) if m else None
-
-
-def date_ms(text: str) -> int | None:
-    """Valid dates only; the machines plant no roll-over or hour-24 forms (S-FMT-11)."""
-    try:
-        if len(text) == 10:
-            d = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
-        else:
-            d = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return int(d.timestamp() * 1000)
 
 
 def stamp(ms: int) -> str:
