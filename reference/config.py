@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from .text import WS_CLASS, is_js_number, json_parse, to_string
+from .jsjson import json_parse
+from .text import WS_CLASS, is_js_number, to_string
 
 MAX_LINES = 300
 DEFAULT_STALE_DAYS = 180

@@ -25,9 +25,10 @@ from .compaction import (
 from .config import Rules, render_rules_to_markdown
 from .errors import describe
 from .index import parse_index_line, to_slug
+from .jsjson import json_parse, to_js_json
 from .session import Session
 from .store import Store
-from .text import UNDEFINED, json_parse, to_js_json, to_string
+from .text import UNDEFINED, to_string
 from .tools import ScriptedUi, execute_tool, run_command, validate_params
 
 IMPL = "memconform-reference"

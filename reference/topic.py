@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import LINE_START, WS_CLASS, js_lower, json_parse, json_string, trim, trim_start
+from .jsjson import json_parse
+from .text import LINE_START, WS_CLASS, js_lower, json_string, trim, trim_start
 
 DEFAULT_FRONTMATTER = "metadata:\n  node_type: memory"
 

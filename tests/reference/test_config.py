@@ -28,10 +28,10 @@ from reference.config import (
     rules_from_text,
     strip_jsonc,
 )
+from reference.jsjson import json_parse, to_js_json
 from reference.serve import Server
 from reference.session import Session
 from reference.store import Store
-from reference.text import json_parse, to_js_json
 from tests.conftest import StoreEnv
 from tests.support import (
     CONFIG_DIAG,

@@ -18,23 +18,21 @@ from hypothesis import strategies as st
 from reference.clock import local_iso, parse_instant, utc_date
 from reference.compaction import detect_incomplete_task
 from reference.index import find_date, parse_index_line, to_slug
+from reference.jsjson import JsonSyntaxError, json_parse, to_js_json
 from reference.text import (
     LINE_START,
     UNDEFINED,
     WHITESPACE,
     WS_CLASS,
-    JsonSyntaxError,
     collapse_whitespace,
     decode_utf8,
     encode_utf8,
     is_whitespace,
     join_surrogates,
     js_lower,
-    json_parse,
     json_string,
     number_to_string,
     to_code_units,
-    to_js_json,
     to_string,
     trim,
     trim_start,
