@@ -1,8 +1,10 @@
 """``memconform crash``: kill (or fail) an operation at every store-touching syscall.
 
-Real processes under strace for any implementation (``harness.faults.inject``), or, with
+Real processes under strace for any implementation (``harness.faults.campaigns``), or, with
 ``--explore``, the in-process explorer of the reference with its persistence models
-(``harness.faults.crash``).  Exit status 1 when any run shows a violation.
+(``harness.faults.explorer``).  Exit status 1 when any run shows a violation.  The CLI loads
+every command to build its parser, so the strace and explorer machinery is imported only when
+this command runs.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..faults import crash, inject
+from ..faults import ERRNOS, MODELS
+from ..faults.cases import CASES, OpCase
+from ..oracles.crash_judge import Intent
 from ..peers import PeerSpec
 from ..scenarios import content_bytes, load_file
 from .common import add_impl_arguments
+
+if TYPE_CHECKING:
+    from ..faults.campaigns import CaseReport
 
 NAME = "crash"
 HELP = "kill or fail an operation at each store-touching syscall and check the crash states"
@@ -29,10 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
     p.add_argument(
         "--op", action="append", default=[], metavar="CASE|all|SCENARIO.json",
-        help=f"op case ({', '.join(crash.CASES)}), 'all', or a scenario file whose last step is crashed",
+        help=f"op case ({', '.join(CASES)}), 'all', or a scenario file whose last step is crashed",
     )
     p.add_argument("--errors", action="store_true", help="inject errors instead of kills: the op must fail and roll back")
-    p.add_argument("--errno", action="append", default=[], choices=inject.ERRNOS, help="errors to inject (default: all)")
+    p.add_argument("--errno", action="append", default=[], choices=tuple(ERRNOS), help="errors to inject (default: all)")
     p.add_argument("--points", help="only these call indexes (1,4-6), or 'publishing' (namespace changes and the lock)")
     p.add_argument("--no-recover", action="store_true", help="skip the recovery run after each kill")
     p.add_argument("--parallel", type=int, default=1, help="cases run at once (one sandbox each)")
@@ -40,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exhaustive", action="store_true", help="explorer: every sequence of <= --max-ops ops")
     p.add_argument("--topics", type=int, default=2, help="exhaustive: number of topics (2-3)")
     p.add_argument("--max-ops", type=int, default=3, help="exhaustive: longest sequence")
-    p.add_argument("--models", default=",".join(crash.MODELS), help="explorer persistence models")
+    p.add_argument("--models", default=",".join(MODELS), help="explorer persistence models")
     p.add_argument("--verbose", action="store_true", help="show every point, not only failing ones")
     p.add_argument("--json", type=Path, help="write a JSON report")
 
@@ -49,7 +56,9 @@ def _points(text: str | None) -> Any:
     if not text:
         return None
     if text == "publishing":
-        return inject.publishing_calls
+        from ..faults.campaigns import publishing_calls
+
+        return publishing_calls
     chosen: set[int] = set()
     for part in text.split(","):
         lo, _, hi = part.partition("-")
@@ -57,7 +66,7 @@ def _points(text: str | None) -> Any:
     return lambda i, _call: i in chosen
 
 
-def case_from_scenario(path: Path) -> crash.OpCase:
+def case_from_scenario(path: Path) -> OpCase:
     """A scenario as an op case: its ``given`` files and its last step (other steps must be
     file actions or absent); what the op may change is taken from the scenario's intent."""
     sc = load_file(path)
@@ -73,29 +82,32 @@ def case_from_scenario(path: Path) -> crash.OpCase:
     slug = re.sub(r"[^a-z0-9]+", "-", topic.lower()).strip("-")
     writes = frozenset({slug + ".md"}) if kind == "write" and slug else frozenset()
     removes = frozenset({"*"}) if kind in ("remove", "retire") else frozenset()
-    return crash.OpCase(sc.id, kind, given, op, args, crash.Intent(kind, writes, removes))
+    return OpCase(sc.id, kind, given, op, args, Intent(kind, writes, removes))
 
 
-def _cases(names: list[str], impl: str) -> list[crash.OpCase]:
-    out: list[crash.OpCase] = []
+def _cases(names: list[str], impl: str) -> list[OpCase]:
+    out: list[OpCase] = []
     for name in names or ["all"]:
         if name == "all":
-            out += [c for c in crash.CASES.values() if impl in c.impls]
+            out += [c for c in CASES.values() if impl in c.impls]
         elif name.endswith(".json"):
             out.append(case_from_scenario(Path(name)))
-        elif name in crash.CASES:
-            out.append(crash.CASES[name])
+        elif name in CASES:
+            out.append(CASES[name])
         else:
-            raise SystemExit(f"unknown op case {name!r} (known: {', '.join(crash.CASES)}, all, or a scenario file)")
+            raise SystemExit(f"unknown op case {name!r} (known: {', '.join(CASES)}, all, or a scenario file)")
     return out
 
 
-def _explore(args: argparse.Namespace, cases: list[crash.OpCase]) -> int:
+def _explore(args: argparse.Namespace, cases: list[OpCase]) -> int:
     models = [m for m in args.models.split(",") if m]
-    unknown = set(models) - set(crash.MODELS)
+    unknown = set(models) - set(MODELS)
     if unknown:
-        raise SystemExit(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(crash.MODELS)}")
-    ex = crash.Explorer(recover=not args.no_recover, models=models)
+        raise SystemExit(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(MODELS)}")
+    from ..faults.campaigns import fault_case
+    from ..faults.explorer import Explorer
+
+    ex = Explorer(recover=not args.no_recover, models=models)
     if args.exhaustive:
         result = ex.exhaustive(topics=args.topics, max_ops=args.max_ops)
         print(f"bounded exhaustive: {args.topics} topics, sequences of <= {args.max_ops} ops")
@@ -107,7 +119,7 @@ def _explore(args: argparse.Namespace, cases: list[crash.OpCase]) -> int:
     fault_violations = 0
     if args.errors:
         for case in cases:
-            report = crash.fault_case(case, tuple(args.errno) or tuple(crash.ERRNOS))
+            report = fault_case(case, tuple(args.errno) or tuple(ERRNOS))
             fault_violations += sum(f.severity == "violation" for _where, f in report.findings)
             print(report.render())
     if args.json:
@@ -125,18 +137,21 @@ def run(args: argparse.Namespace) -> int:
         if spec.kind != "python":
             raise SystemExit("--explore runs the reference in process; use --impl python")
         return _explore(args, cases)
-    reason = inject.strace_unavailable()
+    from ..faults.campaigns import crash_runs, error_runs
+    from ..faults.strace import strace_unavailable
+
+    reason = strace_unavailable()
     if reason:
         print(f"memconform crash: {reason}", file=sys.stderr)
         return 2
     only = _points(args.points)
     started = time.monotonic()
 
-    def one(case: crash.OpCase) -> inject.CaseReport:
+    def one(case: OpCase) -> CaseReport:
         if args.errors:
-            errnos = tuple(args.errno) or inject.ERRNOS
-            return inject.error_runs(spec, case, errnos=errnos, only=only, timeout=args.timeout)
-        return inject.crash_runs(spec, case, only=only, timeout=args.timeout, with_recovery=not args.no_recover)
+            errnos = tuple(args.errno) or tuple(ERRNOS)
+            return error_runs(spec, case, errnos=errnos, only=only, timeout=args.timeout)
+        return crash_runs(spec, case, only=only, timeout=args.timeout, with_recovery=not args.no_recover)
 
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         reports = list(pool.map(one, cases))

@@ -1,4 +1,5 @@
-"""The crash-state checker and the in-process explorer (harness/crash.py), without processes.
+"""The crash-state judge (oracles/crash_judge.py) and the in-process explorer (faults/explorer.py,
+faults/memfs.py), without processes.
 
 The explorer's findings are only worth something if the checker catches what SPEC forbids and
 MemFs behaves like the real filesystem, so both are tested against hand-made states and real
@@ -14,17 +15,16 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.faults import crash
-from harness.faults.crash import (
-    CASES,
-    ROOT,
-    Explorer,
+from harness.faults import NOW_MS
+from harness.faults.campaigns import fault_case
+from harness.faults.cases import CASES
+from harness.faults.explorer import ROOT, Explorer, new_server, run_op
+from harness.faults.memfs import MemFs
+from harness.oracles.crash_judge import (
     Intent,
-    MemFs,
     Site,
     check_crash_state,
     check_settled_state,
-    fault_case,
     judge_fault,
     published_versions,
 )
@@ -127,10 +127,10 @@ def test_memfs_run_equals_real_disk_run(name: str, tmp_path: Path) -> None:
     for rel, data in case.files("python").items():
         sb.put(rel, data)
     state = snapshot(sb.root)
-    disk = Server(Store(sb.env(), clock=ControlledClock(crash.NOW_MS), diagnostics=lambda _l: None))
-    ok_disk, res_disk = crash.run_op(disk, case.op, case.args)
+    disk = Server(Store(sb.env(), clock=ControlledClock(NOW_MS), diagnostics=lambda _l: None))
+    ok_disk, res_disk = run_op(disk, case.op, case.args)
     fs, clock = Explorer.new_fs(state)
-    ok_mem, res_mem = crash.run_op(crash.new_server(fs, clock), case.op, case.args)
+    ok_mem, res_mem = run_op(new_server(fs, clock), case.op, case.args)
     root = str(sb.root)
     assert ok_disk == ok_mem
     assert str(res_disk).replace(root, ROOT) == str(res_mem)
@@ -216,7 +216,7 @@ def test_explorer_catches_a_broken_filesystem_layer(
     fs_class: type[MemFs], model: str, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def new_fs(state: dict[str, bytes]) -> tuple[MemFs, ControlledClock]:
-        clock = ControlledClock(crash.NOW_MS)
+        clock = ControlledClock(NOW_MS)
         return fs_class(ROOT, clock.now_ms).load(state), clock
 
     monkeypatch.setattr(Explorer, "new_fs", staticmethod(new_fs))

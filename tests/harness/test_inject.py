@@ -1,4 +1,4 @@
-"""Syscall-level faults through strace (harness/inject.py) on real driver processes.
+"""Syscall-level faults through strace (faults/strace.py, faults/campaigns.py) on real driver processes.
 
 CI runs the reference (``python -m reference serve`` under strace): every op kind is killed at
 its publishing calls (namespace changes and the lock) and must leave an allowed crash state and
@@ -15,22 +15,22 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.faults import inject
-from harness.faults.crash import CASES
-from harness.faults.inject import (
+from harness.faults import campaigns
+from harness.faults.campaigns import crash_runs, error_runs
+from harness.faults.cases import CASES
+from harness.faults.strace import (
     Traced,
-    crash_runs,
-    error_runs,
     parse_trace,
     scenario_wrapper,
     store_calls,
+    strace_unavailable,
 )
 from harness.peers import ENV_OPENCODE, ENV_PI, PeerSpec
 from harness.runner import Worker
 from harness.scenarios import SCENARIOS_DIR, load_file
 
 needs_strace = pytest.mark.skipif(
-    inject.strace_unavailable() is not None, reason=f"no syscall injection: {inject.strace_unavailable()}"
+    strace_unavailable() is not None, reason=f"no syscall injection: {strace_unavailable()}"
 )
 FULL = os.environ.get("MEMCONFORM_CRASH_FULL") == "1"
 REGRESSIONS = sorted((SCENARIOS_DIR / "regressions").glob("*.json"))
@@ -77,13 +77,13 @@ def test_publishing_subset() -> None:
     def mk(name: str, path: str, creates: bool = False) -> Traced:
         return Traced(1, name, (path,), creates, 1, "")
 
-    assert inject.publishing_calls(1, mk("rename", "/r/a.md"))
-    assert inject.publishing_calls(1, mk("write", "/r/agent/memory/.lock"))
-    assert inject.publishing_calls(1, mk("openat", "/r/agent/memory/.lock", True))
-    assert not inject.publishing_calls(1, mk("openat", "/r/agent/memory/.lock"))
-    assert not inject.publishing_calls(1, mk("fsync", "/r/a.md.tmp-1-x"))
-    assert not inject.publishing_calls(1, mk("unlink", "/r/a.md.tmp-1-x"))
-    assert inject.publishing_calls(1, mk("unlink", "/r/agent/memory/.lock"))
+    assert campaigns.publishing_calls(1, mk("rename", "/r/a.md"))
+    assert campaigns.publishing_calls(1, mk("write", "/r/agent/memory/.lock"))
+    assert campaigns.publishing_calls(1, mk("openat", "/r/agent/memory/.lock", True))
+    assert not campaigns.publishing_calls(1, mk("openat", "/r/agent/memory/.lock"))
+    assert not campaigns.publishing_calls(1, mk("fsync", "/r/a.md.tmp-1-x"))
+    assert not campaigns.publishing_calls(1, mk("unlink", "/r/a.md.tmp-1-x"))
+    assert campaigns.publishing_calls(1, mk("unlink", "/r/agent/memory/.lock"))
 
 
 # --- the reference under strace -----------------------------------------------------------------
@@ -95,7 +95,7 @@ def test_enumeration_sees_the_store_calls_and_nothing_else() -> None:
 
     sb = Sandbox.create()
     try:
-        en = inject.enumerate_case(PYTHON, sb, CASES["write-create"])
+        en = campaigns.enumerate_case(PYTHON, sb, CASES["write-create"])
         keys = [c.key(str(sb.root)) for c in en.calls]
         assert all(p.startswith(str(sb.root)) for c in en.calls for p in c.paths)
         assert ("rename", ("agent/memory/a.md.tmp-*", "agent/memory/a.md")) in keys
@@ -109,7 +109,7 @@ def test_enumeration_sees_the_store_calls_and_nothing_else() -> None:
 @needs_strace
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if "python" in c.impls])
 def test_reference_killed_at_each_publishing_call_recovers(name: str) -> None:
-    report = crash_runs(PYTHON, CASES[name], only=None if FULL else inject.publishing_calls)
+    report = crash_runs(PYTHON, CASES[name], only=None if FULL else campaigns.publishing_calls)
     assert report.points, "no crash point was selected"
     missed = [p for p in report.points if p.missed]
     assert not missed, report.render(verbose=True)
@@ -185,5 +185,5 @@ def test_pi_defects_are_found() -> None:
 @needs_strace
 def test_opencode_survives_kills_at_publishing_calls() -> None:
     oc = _peer("opencode", ENV_OPENCODE)
-    report = crash_runs(oc, CASES["write-create"], only=inject.publishing_calls)
+    report = crash_runs(oc, CASES["write-create"], only=campaigns.publishing_calls)
     assert report.violations == 0, report.render(verbose=True)

@@ -1,0 +1,396 @@
+"""Fault campaigns: an op case run under strace, killed or failed at each store-touching call.
+
+One traced run (``traced_run``) starts a driver under ``strace``, pins the clock and runs one
+op; ``enumerate_case`` finds its store-touching calls; ``crash_runs`` kills it at each one and
+lets a fresh process recover (``recover``, after ``age_locks``); ``error_runs`` fails each one
+with each errno.  ``fault_case`` is the same errno campaign in process, through ``MemFs``.
+Every state is judged by ``harness.oracles.crash_judge``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..oracles.crash_judge import (
+    CrashFinding,
+    CrashVerdict,
+    Site,
+    State,
+    check_crash_state,
+    check_settled_state,
+    judge_fault,
+    lock_age_ms,
+    published_versions,
+)
+from ..oracles.spec import LOCK_NAME, TEMP_SUFFIX
+from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..sandbox import Sandbox, snapshot
+from . import ERRNOS, NOW, NOW_MS
+from .cases import OpCase
+from .explorer import ROOT, Explorer, new_server, run_op
+from .strace import Fault, Traced, parse_trace, rel, stable_python_env, store_calls, strace_command
+
+# --- one traced run -----------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One traced driver run: the op's answer (None when killed), the store after, the trace."""
+
+    answer: Answer | None
+    error: str
+    state: State
+    calls: list[Traced]
+    answers: list[tuple[int, int]]
+    pid: int
+    seconds: float
+
+
+def put_state(sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+    """Wipe both roots and lay down ``files`` (as the scenario runner's ``given``)."""
+    for sub in ("agent", "home"):
+        p = sandbox.root / sub
+        shutil.rmtree(p, ignore_errors=True)
+        p.mkdir()
+    for extra in sandbox.root.iterdir():
+        if extra.name not in ("agent", "home"):
+            if extra.is_dir() and not extra.is_symlink():
+                shutil.rmtree(extra, ignore_errors=True)
+            else:
+                extra.unlink()
+    for r, data in files.items():
+        sandbox.put(r, data)
+
+
+def traced_run(
+    spec: PeerSpec,
+    sandbox: Sandbox,
+    op: str,
+    args: Mapping[str, Any],
+    *,
+    fault: Fault | None = None,
+    traced: bool = True,
+    timeout: float = 15.0,
+    trace_dir: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Run:
+    """Start a driver (under strace), pin the clock, run ``op`` once, and stop."""
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="memconform-trace-", dir=trace_dir))
+    trace = tmp / "trace.txt"
+    full_env = {**sandbox.env(), **stable_python_env(), **(env or {})}
+    wrapper = strace_command(str(trace), fault) if traced else []
+    driver: Driver | None = None
+    answer: Answer | None = None
+    error = ""
+    pid = 0
+    try:
+        try:
+            driver = start_driver(spec, full_env, cwd=str(sandbox.root), timeout=timeout, wrapper=wrapper)
+            pid = driver.pid
+            clock = driver.call("set_clock", {"now": NOW, "mode": "frozen", "tz": "UTC"})
+            if not clock.ok:
+                raise DriverError(f"set_clock refused: {clock.error}")
+        except DriverError as e:
+            error = f"before the operation: {e}"
+        else:
+            try:
+                answer = driver.call(op, dict(args))
+            except DriverError as e:
+                error = str(e)
+    finally:
+        if driver is not None:
+            if answer is None:
+                driver.kill()
+            driver.close()
+    text = trace.read_text(encoding="utf-8", errors="replace") if trace.exists() else ""
+    shutil.rmtree(tmp, ignore_errors=True)
+    calls, answers = parse_trace(text)
+    return Run(answer, error, snapshot(sandbox.root), calls, answers, pid, time.monotonic() - started)
+
+
+# --- enumerate, then one fault per call -------------------------------------------------------
+
+
+@dataclass
+class Enumeration:
+    """The fault-free run of an op case: its store-touching calls and the states around it."""
+
+    case: OpCase
+    before: State
+    after: State
+    answer: Answer | None
+    calls: list[Traced]
+    pid: int
+
+    def target(self, call: Traced, action: str, errno: str = "EIO", delay_us: int = 0) -> Fault:
+        return Fault(call.syscall, call.nth, action, errno, delay_us)
+
+
+def enumerate_case(spec: PeerSpec, sandbox: Sandbox, case: OpCase, *, timeout: float = 15.0) -> Enumeration:
+    put_state(sandbox, case.files(spec.kind))
+    before = snapshot(sandbox.root)
+    run = traced_run(spec, sandbox, case.op, case.args, timeout=timeout)
+    root = str(sandbox.root)
+    calls = [c for c in store_calls(run.calls, run.answers, root, after_id=1) if c.tid == run.pid]
+    return Enumeration(case, before, run.state, run.answer, calls, run.pid)
+
+
+def _hit(run: Run, want: Traced, root: str, action: str) -> str | None:
+    """None when the fault landed on ``want``'s counterpart in this run, else what happened."""
+    if run.error.startswith("before the operation"):
+        return run.error
+    mine = [c for c in run.calls if c.tid == run.pid]
+    got = next((c for c in mine if c.syscall == want.syscall and c.nth == want.nth), None)
+    if got is None:
+        return f"the run never reached {want.syscall} #{want.nth}"
+    if got.key(root) != want.key(root):
+        return f"{want.syscall} #{want.nth} was {got.key(root)}, not {want.key(root)}"
+    if action == "kill" and (mine[-1] is not got or not got.unfinished):
+        return "the process did not die at the target call"
+    if action == "error" and not got.injected:
+        return "no error was injected at the target call"
+    return None
+
+
+@dataclass
+class Point:
+    """The outcome at one crash or fault point."""
+
+    index: int
+    call: str
+    fault: str
+    verdict: CrashVerdict
+    recovery: list[CrashFinding] = field(default_factory=list)
+    missed: str | None = None
+    answer: str = ""
+
+    @property
+    def violations(self) -> list[CrashFinding]:
+        return [*self.verdict.violations, *[f for f in self.recovery if f.severity == "violation"]]
+
+
+@dataclass
+class CaseReport:
+    impl: str
+    case: str
+    mode: str
+    points: list[Point] = field(default_factory=list)
+    calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def violations(self) -> int:
+        return sum(bool(p.violations) for p in self.points)
+
+    def render(self, verbose: bool = False) -> str:
+        missed = sum(p.missed is not None for p in self.points)
+        head = (
+            f"{self.impl} {self.case} [{self.mode}]: {self.calls} store-touching calls, "
+            f"{len(self.points)} runs, {self.violations} with violations, {missed} missed, {self.seconds:.1f} s"
+        )
+        lines = [head]
+        for p in self.points:
+            bad = p.violations
+            if not (bad or verbose or p.missed):
+                continue
+            lines.append(f"  #{p.index} {p.fault} at {p.call}: {p.answer}")
+            if p.missed:
+                lines.append(f"      missed: {p.missed}")
+            if verbose and p.verdict.allowed:
+                lines.append(f"      allowed: {', '.join(sorted(p.verdict.allowed))}")
+            for f in [*p.verdict.findings, *p.recovery]:
+                lines.append(f"      {f}")
+        return "\n".join(lines)
+
+
+def _describe(c: Traced, root: str) -> str:
+    return f"{c.syscall}({', '.join(rel(p, root) for p in c.paths)})"
+
+
+def age_locks(sandbox: Sandbox) -> None:
+    """A killed owner's lock, aged past its reclaim threshold against the pinned clock (C-4)."""
+    for dirpath, _dirs, files in os.walk(sandbox.root):
+        for name in files:
+            if name == LOCK_NAME:
+                p = Path(dirpath) / name
+                try:
+                    data = p.read_bytes()
+                except OSError:
+                    continue
+                t = (NOW_MS - lock_age_ms(data)) / 1000
+                os.utime(p, (t, t), follow_symlinks=False)
+
+
+def recover(spec: PeerSpec, sandbox: Sandbox, case: OpCase, before: State, *, timeout: float = 15.0) -> list[CrashFinding]:
+    """A fresh driver process runs the next operation on the crashed store; check it settles."""
+    age_locks(sandbox)
+    op, args = case.recovery()
+    run = traced_run(spec, sandbox, op, args, traced=False, timeout=timeout)
+    out = check_settled_state(run.state, before, case.intent, live_pids=(run.pid,))
+    a = run.answer
+    if a is None or not a.ok or (isinstance(a.result, str) and "busy" in a.result):
+        what = run.error if a is None else (a.result if a.ok else a.error)
+        out.append(CrashFinding("S-INV-8", "not-recoverable", op, f"recovery answered {what!r}"))
+    return out
+
+
+def _faulted(
+    spec: PeerSpec, sb: Sandbox, case: OpCase, en: Enumeration, i: int, action: str, errno: str, timeout: float
+) -> tuple[Run, str | None]:
+    """One faulted run at the ``i``-th enumerated call; when it missed (the interpreter's own
+    I/O shifted the numbering), enumerate again and retry once."""
+    root = str(sb.root)
+    for attempt in range(2):
+        call = en.calls[i - 1]
+        put_state(sb, case.files(spec.kind))
+        run = traced_run(spec, sb, case.op, case.args, fault=en.target(call, action, errno), timeout=timeout)
+        missed = _hit(run, call, root, action)
+        if missed is None or attempt == 1:
+            return run, missed
+        fresh = enumerate_case(spec, sb, case, timeout=timeout)
+        if [c.key(root) for c in fresh.calls] != [c.key(root) for c in en.calls]:
+            return run, missed + " (and the call sequence changed between runs)"
+        en.calls = fresh.calls
+    raise AssertionError("unreachable")
+
+
+Only = Callable[[int, Traced], bool]  # (1-based index, call) -> run a fault there?
+
+
+def _select(calls: list[Traced], only: Only | None) -> Iterator[tuple[int, Traced]]:
+    for i, c in enumerate(calls, 1):
+        if only is None or only(i, c):
+            yield i, c
+
+
+NAMESPACE = frozenset({"rename", "renameat", "renameat2", "link", "linkat", "unlink", "unlinkat", "mkdir", "mkdirat"})
+
+
+def publishing_calls(i: int, call: Traced) -> bool:
+    """A cheap subset of crash points: the namespace changes that publish something (renames,
+    links, unlinks of real files) and the lock's creation and token write (A-13 lives there).
+    Skipped points repeat a neighbour's state: a temporary's unlink after its rename finds
+    nothing, a recursive mkdir of an existing directory changes nothing."""
+    on_lock = any(p.endswith("/.lock") for p in call.paths)
+    if call.syscall.startswith("unlink"):
+        return not TEMP_SUFFIX.search(call.paths[0]) if call.paths else False
+    if call.syscall.startswith("mkdir"):
+        return False
+    return call.syscall in NAMESPACE or (on_lock and (call.creates or call.syscall.startswith("write")))
+
+
+def crash_runs(
+    spec: PeerSpec,
+    case: OpCase,
+    *,
+    sandbox: Sandbox | None = None,
+    only: Only | None = None,
+    timeout: float = 15.0,
+    with_recovery: bool = True,
+) -> CaseReport:
+    """Kill the op at each store-touching call, check the crash state, then recover."""
+    own = sandbox is None
+    sb = sandbox or Sandbox.create()
+    started = time.monotonic()
+    try:
+        en = enumerate_case(spec, sb, case, timeout=timeout)
+        report = CaseReport(spec.name, case.name, "kill", calls=len(en.calls))
+        published = published_versions(en.before, en.after)
+        root = str(sb.root)
+        for i, call in _select(en.calls, only):
+            run, missed = _faulted(spec, sb, case, en, i, "kill", "", timeout)
+            verdict = check_crash_state(run.state, en.before, published, case.intent)
+            answer = "killed" if run.answer is None else f"answered {run.answer.result!r}"
+            point = Point(i, _describe(call, root), "SIGKILL", verdict, missed=missed, answer=answer)
+            if with_recovery:
+                point.recovery = recover(spec, sb, case, en.before, timeout=timeout)
+            report.points.append(point)
+        report.seconds = time.monotonic() - started
+        return report
+    finally:
+        if own:
+            sb.remove()
+
+
+def error_runs(
+    spec: PeerSpec,
+    case: OpCase,
+    *,
+    errnos: tuple[str, ...] = tuple(ERRNOS),
+    sandbox: Sandbox | None = None,
+    only: Only | None = None,
+    timeout: float = 15.0,
+) -> CaseReport:
+    """Fail each store-touching call with each errno; the op must fail and roll back."""
+    own = sandbox is None
+    sb = sandbox or Sandbox.create()
+    started = time.monotonic()
+    try:
+        en = enumerate_case(spec, sb, case, timeout=timeout)
+        report = CaseReport(spec.name, case.name, "errors", calls=len(en.calls))
+        root = str(sb.root)
+        for i, call in _select(en.calls, only):
+            site = Site(call.syscall, rel(call.paths[-1], root) if call.paths else "", call.creates)
+            for errno in errnos:
+                run, missed = _faulted(spec, sb, case, en, i, "error", errno, timeout)
+                if run.answer is None:
+                    verdict = CrashVerdict(findings=[CrashFinding("S-ERR-3", "driver-died", site.path, run.error)])
+                    answer = run.error
+                else:
+                    result = run.answer.result if run.answer.ok else run.answer.error
+                    verdict = judge_fault(case.intent, site, en.before, en.after, run.state, run.answer.ok, result)
+                    answer = f"{'ok' if run.answer.ok else 'error'} {str(result)[:70]!r}"
+                report.points.append(Point(i, _describe(call, root), errno, verdict, missed=missed, answer=answer))
+        report.seconds = time.monotonic() - started
+        return report
+    finally:
+        if own:
+            sb.remove()
+
+
+# --- in process: each errno at each call, through MemFs -------------------------------------
+
+@dataclass
+class FaultReport:
+    """Outcomes of one op with an error injected at each store-touching call."""
+
+    case: str
+    runs: int = 0
+    allowed: Counter[str] = field(default_factory=Counter)
+    findings: list[tuple[str, CrashFinding]] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [f"{self.case}: {self.runs} faulted runs, {len(self.findings)} findings"]
+        lines += [f"    allowed {k}: {n}" for k, n in sorted(self.allowed.items())]
+        lines += [f"    {where}: {f}" for where, f in self.findings]
+        return "\n".join(lines)
+
+
+def fault_case(case: OpCase, errnos: Sequence[str] = tuple(ERRNOS)) -> FaultReport:
+    """In-process ``--errors`` through the Fs seam: each errno at each store-touching call."""
+    files = case.files("python")
+    fs, clock = Explorer.new_fs(files)
+    before = fs.state()
+    run_op(new_server(fs, clock), case.op, case.args)
+    completed, calls = fs.state(), list(fs.calls)
+    report = FaultReport(case.name)
+    for k, call in enumerate(calls, 1):
+        site = Site(call.name, (call.path or "").replace(ROOT + "/", ""), call.creates)
+        for name in errnos:
+            fs, clock = Explorer.new_fs(files)
+            fs.fail = (k, ERRNOS[name])
+            ok, result = run_op(new_server(fs, clock), case.op, case.args)
+            verdict = judge_fault(case.intent, site, before, completed, fs.state(), ok, result)
+            report.runs += 1
+            report.allowed.update(verdict.allowed)
+            report.findings += [(f"{name} at call {k} {site}", f) for f in verdict.findings]
+    return report
