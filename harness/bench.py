@@ -24,6 +24,7 @@ from typing import Any
 
 from reference import Store
 from reference.clock import ControlledClock, parse_instant
+from reference.edge import edge_fs
 from reference.fs import Fs
 
 from .peers import PeerSpec, configured_peers, start_driver
@@ -199,12 +200,6 @@ def w0_floor(entries: int, ops: int) -> list[Series]:
 # --- W1: store ops ---------------------------------------------------------------------------
 
 
-class ListingFs(Fs):
-    """The reference without the directory watch: one listing per maintenance."""
-
-    watch_dirs = False
-
-
 def _in_process(root: Path, fs: Fs | None = None) -> Callable[[str, dict[str, Any]], object]:
     sb = Sandbox(root)
     store = Store(sb.env(), fs=fs, clock=ControlledClock(NOW), diagnostics=lambda _line: None)
@@ -228,7 +223,7 @@ def phase_round(impl: str, entries: int, script_for: Script) -> tuple[float, int
     script = script_for(names)
     try:
         if impl in ("reference", "reference-listing"):
-            call = _in_process(root, ListingFs() if impl == "reference-listing" else None)
+            call = _in_process(root, Fs() if impl == "reference-listing" else edge_fs(os.environ))
             t0 = time.perf_counter()
             for op, a in script:
                 call(op, a)

@@ -12,9 +12,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .edge import edge_store
 from .errors import JsError
 from .serve import serve
-from .store import Store
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         os.environ.update(env)
         return serve()
-    store = Store(env)
+    store = edge_store(env)
     try:
         if args.command == "list":
             for e in store.read_index_entries():

@@ -1,4 +1,4 @@
-"""Which names in a directory are regular files, kept current by inotify (S-IO-1, S-IDX-4).
+"""``WatchingFs``: an ``Fs`` that knows which names are regular files from inotify (S-IO-1, S-IDX-4).
 
 Maintenance asks "is this entry's file regular?" for every index entry.  One listing per
 write answers that without a syscall per entry, but the kernel still walks every entry: about
@@ -10,6 +10,10 @@ through a create, delete or rename in its directory, and each queues its event b
 syscall returns.  Wherever the watch cannot vouch for that (no inotify, a filesystem other
 hosts may write, a full event queue, the directory replaced, a probe that fails for another
 reason than a missing name) the caller lists, exactly as before.
+
+A speed path, so a choice made at the edge: ``serve``, the CLI and the bench build a
+``WatchingFs`` (unless ``MEMCONFORM_DIRWATCH=0``, see ``reference.edge``); a ``Store`` alone
+uses the plain ``Fs``, which lists every time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import struct
 import sys
 import threading
 from dataclasses import dataclass, field
+
+from .fs import Fs, list_regular
 
 IN_MOVED_FROM = 0x40
 IN_MOVED_TO = 0x80
@@ -48,12 +54,6 @@ _NAME_ROOM = _EVENT.size + 256  # the largest event: a header and NAME_MAX + 1, 
 _KEEP = 32  # directories watched at once; the least recently asked is dropped
 
 
-def list_regular(path: str) -> set[str]:
-    """The names of the regular files in ``path``, from one listing (no ``lstat`` per entry)."""
-    with os.scandir(path) as it:
-        return {e.name for e in it if e.is_file(follow_symlinks=False)}
-
-
 @dataclass(eq=False)
 class _Watch:
     wd: int
@@ -78,13 +78,21 @@ class DirWatcher:
 
     def _forget(self) -> None:
         """A forked child must not read its parent's queue: start over, lazily."""
+        self._lock = threading.Lock()
+        self.close()
+
+    def close(self) -> None:
+        """Give the inotify instance back (a user has 128); the next question starts anew."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._fd >= 0:
             try:
                 os.close(self._fd)
             except OSError:
                 pass
         self._fd = -1
-        self._lock = threading.Lock()
         self._by_path.clear()
         self._by_wd.clear()
 
@@ -226,3 +234,18 @@ class DirWatcher:
 
 
 WATCHER = DirWatcher()
+
+
+class WatchingFs(Fs):
+    """The plain ``Fs`` whose ``regular_names`` asks a directory watch first.
+
+    Same answers as a listing (the tests compare them after every kind of change); where the
+    watch cannot vouch for a directory, the listing answers, errors included.
+    """
+
+    def __init__(self, watcher: DirWatcher | None = None) -> None:
+        self.watcher = WATCHER if watcher is None else watcher
+
+    def regular_names(self, path: str) -> set[str]:
+        known = self.watcher.regular_names(path)
+        return known if known is not None else super().regular_names(path)

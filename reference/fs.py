@@ -14,7 +14,6 @@ import stat
 from collections.abc import Callable
 from typing import TypeVar
 
-from .dirwatch import WATCHER, list_regular
 from .errors import NodeError, UnsafeFileError
 from .text import decode_utf8, encode_utf8
 
@@ -56,14 +55,18 @@ def _call(syscall: str, fn: Callable[[], T], path: str | None = None, dest: str 
         raise _failure(e, syscall, path, dest) from None
 
 
+def list_regular(path: str) -> set[str]:
+    """The names of the regular files in ``path``, from one listing (no ``lstat`` per entry)."""
+    with os.scandir(path) as it:
+        return {e.name for e in it if e.is_file(follow_symlinks=False)}
+
+
 class Fs:
     """The only object in the reference that talks to the operating system.
 
-    ``watch_dirs`` (default: on unless ``MEMCONFORM_DIRWATCH=0``) lets ``regular_names``
-    use a directory watch instead of a listing; the answers are the same.
+    Subclasses change how, never what: ``reference.dirwatch.WatchingFs`` answers
+    ``regular_names`` from a directory watch, the harness's doubles record or fail calls.
     """
-
-    watch_dirs: bool = os.environ.get("MEMCONFORM_DIRWATCH", "1") != "0"
 
     def open(self, path: str, flags: int, mode: int = 0o666) -> int:
         try:
@@ -167,14 +170,10 @@ class Fs:
         """Names of the regular files in a directory, without a syscall per entry.
 
         Index maintenance asks "is this entry's file regular?" for every entry; one listing
-        answers it for all of them, as ``lstat`` would.  With ``watch_dirs`` a directory
-        watch answers without listing again (``reference.dirwatch``).  The set may be
-        live: use it before the next call.
+        answers it for all of them, as ``lstat`` would.  A subclass may answer from a watch
+        (``reference.dirwatch.WatchingFs``), so the set may be live: use it before the next
+        call.
         """
-        if self.watch_dirs:
-            known = WATCHER.regular_names(path)
-            if known is not None:
-                return known
         return _call("scandir", lambda: list_regular(path), path)
 
     def kill(self, pid: int, sig: int) -> None:

@@ -23,6 +23,7 @@ from .compaction import (
     detect_incomplete_task,
 )
 from .config import Rules, render_rules_to_markdown
+from .edge import edge_store
 from .errors import describe
 from .index import parse_index_line, to_slug
 from .jsjson import json_parse, to_js_json
@@ -186,7 +187,7 @@ class Server:
 def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    server = Server(Store())
+    server = Server(edge_store())
     for line in stdin:
         if not line.strip():
             continue

@@ -48,7 +48,6 @@ def test_shares_divide_ops_per_second_by_the_same_size_floors() -> None:
 
 def test_the_reference_without_the_watch_is_a_listed_contender() -> None:
     assert "reference-listing" in bench.impls()
-    assert bench.ListingFs().watch_dirs is False
 
 
 def test_every_w1_phase_has_a_script_for_the_syscall_counts() -> None:
