@@ -13,97 +13,18 @@
 // (XDG_CONFIG_HOME, OCL_SHARED_MEMORY_HOME, HOME) and TZ are inherited from the
 // environment the harness starts us in; the plugin fixes its paths at import.
 //
-// Clock control: before the plugin is imported, the global Date is replaced by
-// a subclass whose Date.now() and argument-less `new Date()` read a
-// controllable clock. Until the first set_clock the clock is the real one.
+// The protocol loop, the stdout guard and the controllable clock (installed
+// before the plugin is imported) come from protocol.mjs; this file holds the ops.
 
 import { pathToFileURL } from 'node:url';
-import { createInterface } from 'node:readline';
-import { performance } from 'node:perf_hooks';
 import path from 'node:path';
+import { Unsupported, has, serve, setClock, targetPath } from './protocol.mjs';
 
 const IMPL = 'openclaude-memory';
 const VERSION = '0.6.6';
 
-// ---------------------------------------------------------------- stdout guard
-for (const name of ['log', 'info', 'debug', 'warn']) {
-  console[name] = (...parts) => console.error(...parts);
-}
-
-// ---------------------------------------------------------------- clock
-const RealDate = globalThis.Date;
-let clockState = null; // null: real time; {frozen: ms} or {base: ms, t0: perf}
-
-function controlledNow() {
-  if (clockState === null) return RealDate.now();
-  if ('frozen' in clockState) return clockState.frozen;
-  return clockState.base + Math.floor(performance.now() - clockState.t0);
-}
-
-class ControlledDate extends RealDate {
-  constructor(...args) {
-    if (args.length === 0) super(controlledNow());
-    else super(...args);
-  }
-  static now() {
-    return controlledNow();
-  }
-}
-globalThis.Date = ControlledDate;
-
-function parseInstant(value) {
-  if (typeof value === 'number' && Number.isFinite(value)) return Math.trunc(value);
-  if (typeof value === 'string') {
-    const ms = RealDate.parse(value);
-    if (!Number.isNaN(ms)) return ms;
-  }
-  throw new TypeError(`set_clock: "now" must be an ISO-8601 instant or epoch milliseconds, got ${JSON.stringify(value)}`);
-}
-
-function setClock(args) {
-  if (typeof args.tz === 'string') process.env.TZ = args.tz;
-  const ms = parseInstant(args.now);
-  if (args.mode === 'frozen') clockState = { frozen: ms };
-  else if (args.mode === 'offset') clockState = { base: ms, t0: performance.now() };
-  else throw new TypeError(`set_clock: "mode" must be "frozen" or "offset", got ${JSON.stringify(args.mode)}`);
-  return null;
-}
-
-// ---------------------------------------------------------------- helpers
-function has(obj, key) {
-  return Object.prototype.hasOwnProperty.call(obj, key);
-}
-
-class Unsupported extends Error {}
-
-function describeError(err) {
-  if (err === null || typeof err !== 'object') {
-    return { kind: typeof err, message: String(err) };
-  }
-  const kind = (err.constructor && err.constructor.name) || err.name || 'Error';
-  const out = { kind, message: err.message === undefined ? String(err) : String(err.message) };
-  if (typeof err.code === 'string' || typeof err.code === 'number') out.code = String(err.code);
-  if (Array.isArray(err.errors)) out.errors = err.errors.map(describeError);
-  return out;
-}
-
-function send(obj) {
-  let line;
-  try {
-    line = JSON.stringify(obj);
-  } catch (err) {
-    line = JSON.stringify({ id: obj.id ?? null, ok: false, error: describeError(err) });
-  }
-  return new Promise(resolve => process.stdout.write(line + '\n', resolve));
-}
-
 // ---------------------------------------------------------------- plugin
-const pluginArg = process.argv[2];
-if (!pluginArg) {
-  console.error('usage: node opencode_plugin.mjs <path-to-ocl-memory.mjs>');
-  process.exit(2);
-}
-const pluginPath = path.resolve(pluginArg);
+const pluginPath = targetPath('node opencode_plugin.mjs <path-to-ocl-memory.mjs>');
 const pluginModule = await import(pathToFileURL(pluginPath).href);
 const hooks = await pluginModule.default({});
 
@@ -186,52 +107,9 @@ const OPS = {
   exit: () => null,
 };
 
-// ---------------------------------------------------------------- loop
-async function handle(line) {
-  let req;
-  try {
-    req = JSON.parse(line);
-  } catch (err) {
-    await send({ id: null, ok: false, error: describeError(err) });
-    return false;
-  }
-  const id = req && typeof req === 'object' && has(req, 'id') ? req.id : null;
-  const op = req && typeof req === 'object' ? req.op : undefined;
-  const rawArgs = req && typeof req === 'object' ? req.args : undefined;
-  const args = rawArgs && typeof rawArgs === 'object' && !Array.isArray(rawArgs) ? rawArgs : {};
-  if (typeof op !== 'string' || !has(OPS, op)) {
+serve(OPS, {
+  unsupported: op => {
     const why = typeof op === 'string' && has(NOT_SUPPORTED, op) ? `: ${NOT_SUPPORTED[op]}` : '';
-    await send({ id, ok: false, error: { kind: 'unsupported', message: `unsupported op ${JSON.stringify(op)}${why}` } });
-    return false;
-  }
-  try {
-    const result = await OPS[op](args);
-    await send({ id, ok: true, result: result === undefined ? null : result });
-  } catch (err) {
-    const error = err instanceof Unsupported
-      ? { kind: 'unsupported', message: err.message }
-      : describeError(err);
-    await send({ id, ok: false, error });
-  }
-  return op === 'exit';
-}
-
-const queue = [];
-let busy = false;
-let inputClosed = false;
-
-async function pump() {
-  if (busy) return;
-  busy = true;
-  while (queue.length) {
-    const line = queue.shift();
-    if (!line.trim()) continue;
-    if (await handle(line)) process.exit(0);
-  }
-  busy = false;
-  if (inputClosed) process.exit(0);
-}
-
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });
-rl.on('line', line => { queue.push(line); pump(); });
-rl.on('close', () => { inputClosed = true; pump(); });
+    return `unsupported op ${JSON.stringify(op)}${why}`;
+  },
+});

@@ -1,0 +1,164 @@
+// The JSON Lines peer protocol of DESIGN.md section 3, shared by every node driver.
+//
+// A driver imports this module first (a static import, so it is evaluated before the
+// driver's own body and before the implementation is imported), then calls
+// serve(ops) with its table of operations. This module owns what is the same for all
+// drivers: stdout reserved for the protocol, the controllable clock behind set_clock,
+// error encoding, and the request loop (one request per line in, one answer per line
+// out, answered in order).
+//
+// Clock control: the global Date is replaced by a subclass whose Date.now() and
+// argument-less `new Date()` read a controllable clock. Until the first set_clock (and
+// after resetClock()) the clock is the real wall clock.
+
+import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
+import path from 'node:path';
+
+// ---------------------------------------------------------------- stdout guard
+// Anything the implementation (or a library) prints with console.log must not corrupt
+// the protocol stream.
+for (const name of ['log', 'info', 'debug', 'warn']) {
+  console[name] = (...parts) => console.error(...parts);
+}
+
+// ---------------------------------------------------------------- clock
+const RealDate = globalThis.Date;
+let clockState = null; // null: real time; {frozen: ms} or {base: ms, t0: perf}
+
+function controlledNow() {
+  if (clockState === null) return RealDate.now();
+  if ('frozen' in clockState) return clockState.frozen;
+  return clockState.base + Math.floor(performance.now() - clockState.t0);
+}
+
+class ControlledDate extends RealDate {
+  constructor(...args) {
+    if (args.length === 0) super(controlledNow());
+    else super(...args);
+  }
+  static now() {
+    return controlledNow();
+  }
+}
+globalThis.Date = ControlledDate;
+
+function parseInstant(value) {
+  if (typeof value === 'number' && Number.isFinite(value)) return Math.trunc(value);
+  if (typeof value === 'string') {
+    const ms = RealDate.parse(value);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  throw new TypeError(`set_clock: "now" must be an ISO-8601 instant or epoch milliseconds, got ${JSON.stringify(value)}`);
+}
+
+// The set_clock op: {now, mode: "frozen" | "offset", tz?}.
+export function setClock(args) {
+  // TZ may change between scenarios: Node re-reads process.env.TZ on assignment.
+  if (typeof args.tz === 'string') process.env.TZ = args.tz;
+  const ms = parseInstant(args.now);
+  if (args.mode === 'frozen') clockState = { frozen: ms };
+  else if (args.mode === 'offset') clockState = { base: ms, t0: performance.now() };
+  else throw new TypeError(`set_clock: "mode" must be "frozen" or "offset", got ${JSON.stringify(args.mode)}`);
+  return null;
+}
+
+// Back to the real wall clock (what a fresh process sees).
+export function resetClock() {
+  clockState = null;
+}
+
+// ---------------------------------------------------------------- helpers
+export function has(obj, key) {
+  return Object.prototype.hasOwnProperty.call(obj, key);
+}
+
+// Thrown by an op the implementation cannot perform: answered with kind "unsupported".
+export class Unsupported extends Error {}
+
+function describeError(err) {
+  if (err === null || typeof err !== 'object') {
+    return { kind: typeof err, message: String(err) };
+  }
+  const kind = (err.constructor && err.constructor.name) || err.name || 'Error';
+  const out = { kind, message: err.message === undefined ? String(err) : String(err.message) };
+  if (typeof err.code === 'string' || typeof err.code === 'number') out.code = String(err.code);
+  if (Array.isArray(err.errors)) out.errors = err.errors.map(describeError);
+  return out;
+}
+
+function send(obj) {
+  let line;
+  try {
+    line = JSON.stringify(obj);
+  } catch (err) {
+    line = JSON.stringify({ id: obj.id ?? null, ok: false, error: describeError(err) });
+  }
+  return new Promise(resolve => process.stdout.write(line + '\n', resolve));
+}
+
+// The implementation's file named on the command line, resolved; exits with the usage
+// line when it is missing.
+export function targetPath(usage) {
+  const arg = process.argv[2];
+  if (!arg) {
+    console.error(`usage: ${usage}`);
+    process.exit(2);
+  }
+  return path.resolve(arg);
+}
+
+// ---------------------------------------------------------------- loop
+const defaultUnsupported = op => `unsupported op: ${JSON.stringify(op)}`;
+
+// Answer requests with ops[op](args) until stdin closes or the `exit` op is answered.
+// unsupported(op) words the error for an op not in the table.
+export function serve(ops, { unsupported = defaultUnsupported } = {}) {
+  async function handle(line) {
+    let req;
+    try {
+      req = JSON.parse(line);
+    } catch (err) {
+      await send({ id: null, ok: false, error: describeError(err) });
+      return false;
+    }
+    const id = req && typeof req === 'object' && has(req, 'id') ? req.id : null;
+    const op = req && typeof req === 'object' ? req.op : undefined;
+    const rawArgs = req && typeof req === 'object' ? req.args : undefined;
+    const args = rawArgs && typeof rawArgs === 'object' && !Array.isArray(rawArgs) ? rawArgs : {};
+    if (typeof op !== 'string' || !has(ops, op)) {
+      await send({ id, ok: false, error: { kind: 'unsupported', message: unsupported(op) } });
+      return false;
+    }
+    try {
+      const result = await ops[op](args);
+      await send({ id, ok: true, result: result === undefined ? null : result });
+    } catch (err) {
+      const error = err instanceof Unsupported
+        ? { kind: 'unsupported', message: err.message }
+        : describeError(err);
+      await send({ id, ok: false, error });
+    }
+    return op === 'exit';
+  }
+
+  const queue = [];
+  let busy = false;
+  let inputClosed = false;
+
+  async function pump() {
+    if (busy) return;
+    busy = true;
+    while (queue.length) {
+      const line = queue.shift();
+      if (!line.trim()) continue;
+      if (await handle(line)) process.exit(0);
+    }
+    busy = false;
+    if (inputClosed) process.exit(0);
+  }
+
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });
+  rl.on('line', line => { queue.push(line); pump(); });
+  rl.on('close', () => { inputClosed = true; pump(); });
+}
