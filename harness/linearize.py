@@ -1,32 +1,86 @@
-"""A P-compositional Wing–Gong–Lowe linearizability checker over ``harness.oracles.kind_model``.
+"""A P-compositional Wing–Gong–Lowe linearizability checker, generic over a ``Model``.
 
-Ops on independent topics commute (``model.independent_topics``), so a history is split by
-topic and each part searched alone; otherwise the whole store is one part.  The search is
-depth-first over "which pending op takes effect next", memoised on (ops done, model state),
-and bounded in time: running out of budget answers ``unknown``, never a pass.
+As Porcupine keeps ``model.go`` apart from ``checker.go``, this module knows histories and
+search, never the store: a ``Model`` says what a state is (``init``, ``equal``), what an op
+does to it and whether the op's recorded answer agrees (``step``), which sub-histories are
+independent (``partition``) and how to put an op or a state in words (``describe_*``).  The
+store's model is plugged in by ``harness.store_checker``.
+
+A history is split into the model's independent parts and each part searched alone.  The
+search is depth-first over "which pending op takes effect next", memoised on (ops done, model
+state), and bounded in time: running out of budget answers ``unknown``, never a pass.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from .history import Op
-from .oracles import kind_model as model
 
 LINEARIZABLE = "linearizable"
 NOT_LINEARIZABLE = "not linearizable"
 UNKNOWN = "unknown"
+WHOLE = "*"
+"""The key of the one part when a history is checked whole."""
 INF = float("inf")
+
+S = TypeVar("S")
+
+
+class Model(Protocol[S]):
+    """A sequential specification: the checker asks it everything about ops and states."""
+
+    def init(self) -> S:
+        """The state before the first op."""
+        ...
+
+    def step(self, state: S, op: Op) -> tuple[bool, S]:
+        """Apply ``op``: whether its recorded answer is what the model answers, and the next
+        state.  An op with no recorded answer (``info``) is always accepted."""
+        ...
+
+    def equal(self, a: S, b: S) -> bool:
+        """Whether two states are the same (the search never revisits a state)."""
+        ...
+
+    def partition(self, ops: list[Op]) -> list[Part[S]] | None:
+        """Independent sub-histories, each with the model that judges it alone; ``None``
+        when the ops do not split (the history is then checked whole)."""
+        ...
+
+    def describe_op(self, op: Op) -> str:
+        """An op and its recorded answer, in words."""
+        ...
+
+    def describe_state(self, state: S) -> str:
+        """A state, in words."""
+        ...
 
 
 @dataclass
-class Verdict:
+class Part(Generic[S]):
+    """One independent sub-history and the model that judges it alone (possibly coarser
+    than the whole history's model: it cannot see what the other parts did)."""
+
+    key: str
+    ops: list[Op]
+    model: Model[S]
+
+
+@dataclass
+class LinearizabilityVerdict:
+    """The answer of ``check``: ``status`` and, when not linearizable, the smallest failing
+    sub-history found (``failing_ops``, in words in ``failing_lines``) and the state of the
+    longest linearizable prefix of it (``failing_state``)."""
+
     status: str
     partitioned: bool = False
     failing_partition: str | None = None
     failing_ops: list[Op] = field(default_factory=list)
+    failing_lines: list[str] = field(default_factory=list)
+    failing_state: str | None = None
     explored: int = 0
     seconds: float = 0.0
 
@@ -35,8 +89,8 @@ class Verdict:
         text += ", partitioned by topic)" if self.partitioned else ", whole store)"
         if self.failing_ops:
             text += f"; smallest failing sub-history ({len(self.failing_ops)} ops):"
-            for op in self.failing_ops:
-                text += f"\n  {op.process} {op.type} {op.op} {op.args} -> {op.result}"
+            for line in self.failing_lines:
+                text += f"\n  {line}"
         return text
 
 
@@ -44,28 +98,19 @@ class _OutOfBudget(Exception):
     pass
 
 
-def _expected(op: Op, partitioned: bool) -> str | None:
-    if op.type != "ok":
-        return None
-    kind = model.result_kind(op.result)
-    if partitioned and kind == "no_index":
-        return "not_found"  # whether MEMORY.md exists depends on other topics' writes
-    return kind
-
-
 @dataclass
-class _Search:
+class _Search(Generic[S]):
     ops: list[Op]
-    partitioned: bool
+    model: Model[S]
     deadline: float
     explored: int = 0
+    deepest: S | None = None  # the state after the longest linearized prefix seen
 
-    def run(self, init: model.State) -> bool:
-        ops = self.ops
+    def run(self) -> bool:
+        ops, model = self.ops, self.model
         n = len(ops)
         starts = [op.start for op in ops]
         ends = [INF if op.end is None else op.end for op in ops]
-        expected = [_expected(op, self.partitioned) for op in ops]
         required = sum(1 << i for i, op in enumerate(ops) if op.type == "ok")
         order = sorted(range(n), key=lambda i: starts[i])
 
@@ -91,7 +136,9 @@ class _Search:
                 horizon = min(horizon, ends[i])
             return [i for i in window if starts[i] < horizon]
 
-        seen: set[tuple[int, model.State]] = set()
+        init = model.init()
+        depth, self.deepest = 1, init
+        seen: dict[int, list[S]] = {}  # ops done -> the states reached with them
         stack = [(0, init, iter(candidates(0, 0)), 0)]
         while stack:
             mask, state, it, lo = stack[-1]
@@ -102,17 +149,18 @@ class _Search:
                 self.explored += 1
                 if self.explored % 2048 == 0 and time.monotonic() > self.deadline:
                     raise _OutOfBudget
-                nxt, kind = model.apply(state, ops[i].op, ops[i].args, bodies=False)
-                if self.partitioned and kind == "no_index":
-                    kind = "not_found"
-                if expected[i] is not None and kind != expected[i]:
+                ok, nxt = model.step(state, ops[i])
+                if not ok:
                     continue
-                key = (mask | 1 << i, nxt)
-                if key in seen:
+                done = mask | 1 << i
+                reached = seen.setdefault(done, [])
+                if any(model.equal(nxt, s) for s in reached):
                     continue
-                seen.add(key)
-                nlo = first_open(key[0], lo)
-                stack.append((key[0], nxt, iter(candidates(key[0], nlo)), nlo))
+                reached.append(nxt)
+                nlo = first_open(done, lo)
+                stack.append((done, nxt, iter(candidates(done, nlo)), nlo))
+                if len(stack) > depth:
+                    depth, self.deepest = len(stack), nxt
                 advanced = True
                 break
             if not advanced:
@@ -120,35 +168,24 @@ class _Search:
         return False
 
 
-def _partition(ops: list[Op]) -> tuple[dict[str, list[Op]], bool]:
-    topics = sorted({str(op.args.get("topic", "")) for op in ops})
-    if not model.independent_topics(topics):
-        return {"*": ops}, False
-    parts: dict[str, list[Op]] = defaultdict(list)
-    for op in ops:
-        parts[model.keys_of(op.op, op.args)].append(op)
-    return dict(parts), True
-
-
 def check(
     ops: list[Op],
+    model: Model[S],
     *,
     budget_s: float = 10.0,
-    init: model.State | None = None,
     partition: bool = True,
     shrink: bool = True,
-) -> Verdict:
-    """Is the history linearizable against the model?  ``fail`` ops had no effect."""
+) -> LinearizabilityVerdict:
+    """Is the history linearizable against ``model``?  ``fail`` ops had no effect."""
     started = time.monotonic()
     deadline = started + budget_s
     live = [op for op in ops if op.type != "fail"]
-    parts, partitioned = _partition(live) if partition else ({"*": live}, False)
-    verdict = Verdict(LINEARIZABLE, partitioned)
-    base = init if init is not None else model.State()
-    for key, part in sorted(parts.items()):
-        search = _Search(part, partitioned, deadline)
+    parts = model.partition(live) if partition else None
+    verdict = LinearizabilityVerdict(LINEARIZABLE, parts is not None)
+    for part in sorted(parts or [Part(WHOLE, live, model)], key=lambda p: p.key):
+        search = _Search(part.ops, part.model, deadline)
         try:
-            ok = search.run(base)
+            ok = search.run()
         except _OutOfBudget:
             verdict.status = UNKNOWN
             verdict.explored += search.explored
@@ -156,21 +193,24 @@ def check(
         verdict.explored += search.explored
         if not ok:
             verdict.status = NOT_LINEARIZABLE
-            verdict.failing_partition = key
-            verdict.failing_ops = _shrink(part, partitioned, base, deadline) if shrink else part
+            verdict.failing_partition = part.key
+            failing = _shrink(part.ops, part.model, deadline) if shrink else part.ops
+            verdict.failing_ops = failing
+            verdict.failing_lines = [f"{o.process} {o.type} {part.model.describe_op(o)}" for o in failing]
+            verdict.failing_state = _deepest(failing, part.model, deadline)
             break
     verdict.seconds = time.monotonic() - started
     return verdict
 
 
-def _shrink(ops: list[Op], partitioned: bool, init: model.State, deadline: float) -> list[Op]:
+def _shrink(ops: list[Op], model: Model[S], deadline: float) -> list[Op]:
     """Drop ops one at a time while the rest stays non-linearizable (greedy, time-bounded)."""
     current = list(ops)
     i = 0
     while i < len(current) and time.monotonic() < deadline:
         trial = current[:i] + current[i + 1 :]
         try:
-            still_bad = not _Search(trial, partitioned, deadline).run(init)
+            still_bad = not _Search(trial, model, deadline).run()
         except _OutOfBudget:
             break
         if still_bad:
@@ -178,3 +218,14 @@ def _shrink(ops: list[Op], partitioned: bool, init: model.State, deadline: float
         else:
             i += 1
     return current
+
+
+def _deepest(ops: list[Op], model: Model[S], deadline: float) -> str | None:
+    """The model state after the longest linearizable prefix of a failing history, in words
+    (``None`` when the budget ran out first)."""
+    search = _Search(ops, model, deadline)
+    try:
+        search.run()
+    except _OutOfBudget:
+        return None
+    return None if search.deepest is None else model.describe_state(search.deepest)

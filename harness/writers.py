@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference import to_slug
-
 from .history import History
-from .linearize import Verdict, check
+from .linearize import LinearizabilityVerdict
 from .oracles import kind_model as model
+from .oracles.grammar import to_slug
 from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox
+from .store_checker import check
 
 Script = list[tuple[str, dict[str, Any]]]
 TOPICS = ("Alpha Notes", "Bravo Config", "Charlie Host", "Delta Keys", "Echo Paths", "Foxtrot Env")
@@ -74,7 +74,7 @@ class InteropResult:
     violations: list[Violation]
     lost: list[str]
     duplicated: list[str]
-    verdict: Verdict | None = None
+    verdict: LinearizabilityVerdict | None = None
     errors: list[str] = field(default_factory=list)
 
     @property

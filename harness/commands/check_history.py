@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from ..history import History, HistoryError
-from ..linearize import LINEARIZABLE, check
+from ..linearize import LINEARIZABLE
+from ..store_checker import check
 
 NAME = "check-history"
 HELP = "check a saved JSON Lines history for linearizability against the model"

@@ -1,16 +1,20 @@
-"""The linearizability checker on hand-built histories: both verdicts, info ops, budget."""
+"""The linearizability checker on hand-built histories: both verdicts, info ops, budget;
+the checker generic over its ``Model`` (a register), the store model plugged in."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
+from harness import linearize
 from harness.history import Event, History, HistoryError, Op, pair
-from harness.linearize import LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN, check
+from harness.linearize import LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN, Part
+from harness.store_checker import StoreKindModel, check
 
 
-def op(i: int, proc: str, name: str, args: dict[str, object], start: int, end: int | None, result: str | None, type_: str = "ok") -> Op:
+def op(i: int, proc: str, name: str, args: dict[str, object], start: int, end: int | None, result: object, type_: str = "ok") -> Op:
     return Op(i, proc, name, args, start, end, type_, result)
 
 
@@ -49,6 +53,12 @@ def test_two_creations_of_one_topic_are_not_linearizable() -> None:
     v = check(ops)
     assert v.status == NOT_LINEARIZABLE
     assert [o.id for o in v.failing_ops] == [0, 1]
+    assert v.summary().endswith(
+        "; smallest failing sub-history (2 ops):\n"
+        f"  p1 ok write_memory {w('A')} -> {CREATED}\n"
+        f"  p2 ok write_memory {w('A')} -> {CREATED}"
+    )
+    assert v.failing_state == "index: [A](a.md); files: a.md"  # after the first creation
 
 
 def test_remove_seeing_nothing_after_acknowledged_write_is_a_lost_update() -> None:
@@ -118,3 +128,81 @@ def test_malformed_history_names_the_line(tmp_path: Path) -> None:
 def test_completion_without_invocation_is_rejected() -> None:
     with pytest.raises(HistoryError, match="without an invocation"):
         pair([Event("p", "ok", "write_memory", {}, 1)])
+
+
+# --- the checker is generic: a register model (Porcupine's first example) ----------------
+
+
+class Register:
+    """A single integer register: ``put`` answers nothing, ``get`` answers the value."""
+
+    def init(self) -> int:
+        return 0
+
+    def step(self, state: int, op: Op) -> tuple[bool, int]:
+        if op.op == "put":
+            return True, int(str(op.args["value"]))
+        return op.type != "ok" or op.result == state, state
+
+    def equal(self, a: int, b: int) -> bool:
+        return a == b
+
+    def partition(self, ops: list[Op]) -> list[Part[int]] | None:
+        return None
+
+    def describe_op(self, op: Op) -> str:
+        return f"{op.op}({op.args.get('value', '')}) -> {op.result}"
+
+    def describe_state(self, state: int) -> str:
+        return f"register = {state}"
+
+
+class Registers(Register):
+    """Independent registers by name: each part is one register."""
+
+    def partition(self, ops: list[Op]) -> list[Part[int]] | None:
+        names = sorted({str(o.args["name"]) for o in ops})
+        return [Part(n, [o for o in ops if o.args["name"] == n], Register()) for n in names]
+
+
+def test_register_model_linearizable_and_not() -> None:
+    good = [
+        op(0, "p1", "put", {"value": 1}, 0, 10, None),
+        op(1, "p2", "get", {}, 5, 15, 0),  # overlaps the put: may miss it
+        op(2, "p3", "get", {}, 5, 15, 1),  # or see it
+    ]
+    bad = [*good[:2], op(3, "p3", "get", {}, 40, 50, 0)]  # a stale read after the put returned
+    assert linearize.check(good, Register()).status == LINEARIZABLE
+    v = linearize.check(bad, Register())
+    assert v.status == NOT_LINEARIZABLE and not v.partitioned and v.failing_partition == "*"
+    assert [o.id for o in v.failing_ops] == [0, 3]
+    assert v.failing_lines == ["p1 ok put(1) -> None", "p3 ok get() -> 0"]
+    assert v.failing_state == "register = 1"
+
+
+def test_register_parts_are_checked_alone() -> None:
+    ops = [
+        op(0, "p1", "put", {"name": "x", "value": 1}, 0, 10, None),
+        op(1, "p2", "put", {"name": "y", "value": 2}, 0, 10, None),
+        op(2, "p1", "get", {"name": "y"}, 20, 30, 2),
+        op(3, "p2", "get", {"name": "x"}, 20, 30, 2),  # x never held 2
+    ]
+    v = linearize.check(ops, Registers())
+    assert v.status == NOT_LINEARIZABLE and v.partitioned and v.failing_partition == "x"
+    assert linearize.check(ops[:3], Registers()).status == LINEARIZABLE
+
+
+def test_the_store_model_blurs_the_index_only_within_a_topic() -> None:
+    remove = op(0, "p", "remove_memory", {"topic": "A"}, 0, 10, NOT_FOUND)
+    state = StoreKindModel().init()
+    assert StoreKindModel().step(state, remove)[0] is False  # no MEMORY.md: "no index" expected
+    assert StoreKindModel(within_topic=True).step(state, remove)[0] is True
+
+
+def test_the_checker_imports_no_model() -> None:
+    """Porcupine's split: ``linearize`` knows histories, never the store or its oracles."""
+    tree = ast.parse(Path(linearize.__file__).read_text("utf-8"))
+    imported = {
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert imported <= {"__future__", "time", "dataclasses", "typing", "history"}, imported
