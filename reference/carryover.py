@@ -7,8 +7,7 @@ raises: a failure is a diagnostic and the caller still gets the shared directory
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .context import StoreContext
 from .errors import JsError
 from .fs import atomic_write, exists, is_regular_file, store_read
 from .index import INITIAL_MEMORY, parse_index_line
@@ -17,15 +16,12 @@ from .paths import index_path, join, lock_path
 from .text import replace_first_with_patterns, trim_end
 from .tombstones import read_tombstones
 
-if TYPE_CHECKING:
-    from .store import Store
-
 SUFFIX = "-opim"
 
 
-def run(store: Store) -> bool:
+def run(ctx: StoreContext) -> bool:
     """One carry-over attempt; True when it is done (now or by an earlier run)."""
-    fs, clock, paths = store.fs, store.clock, store.paths
+    fs, clock, paths = ctx.fs, ctx.clock, ctx.paths
     if exists(fs, paths.carry_over_sentinel):
         return True
     if not exists(fs, index_path(paths.local_dir)):
@@ -41,22 +37,22 @@ def run(store: Store) -> bool:
         if shared_token is None:
             return False
         try:
-            merge(store, paths.local_dir, paths.shared_dir)
+            merge(ctx, paths.local_dir, paths.shared_dir)
             atomic_write(fs, paths.carry_over_sentinel, "")
         finally:
             release(fs, shared_lock, shared_token)
         return True
     except Exception as e:
-        store.diag("shared_dir carry-over failed", e)
+        ctx.diag("shared_dir carry-over failed", e)
         return False
     finally:
         if local_token is not None:
             release(fs, local_lock, local_token)
 
 
-def merge(store: Store, local: str, shared: str) -> None:
+def merge(ctx: StoreContext, local: str, shared: str) -> None:
     """S-MIGRATE-3: copy indexed local topics in, append their lines to the shared index."""
-    fs = store.fs
+    fs = ctx.fs
     shared_index = index_path(shared)
     sraw = store_read(fs, shared_index) if exists(fs, shared_index) else INITIAL_MEMORY
     on_disk = set(fs.scandir(shared))
@@ -71,7 +67,7 @@ def merge(store: Store, local: str, shared: str) -> None:
         source = join(local, p.filename)
         if not is_regular_file(fs, source):
             continue
-        dest = destination(store, local, shared, p.filename, on_disk)
+        dest = destination(ctx, local, shared, p.filename, on_disk)
         if dest in removed:
             continue
         if dest not in on_disk:
@@ -86,8 +82,8 @@ def merge(store: Store, local: str, shared: str) -> None:
         atomic_write(fs, shared_index, sraw)
 
 
-def _identical(store: Store, a: str, b: str) -> bool:
-    fs = store.fs
+def _identical(ctx: StoreContext, a: str, b: str) -> bool:
+    fs = ctx.fs
     return (
         is_regular_file(fs, a)
         and is_regular_file(fs, b)
@@ -95,16 +91,16 @@ def _identical(store: Store, a: str, b: str) -> bool:
     )
 
 
-def destination(store: Store, local: str, shared: str, name: str, on_disk: set[str]) -> str:
+def destination(ctx: StoreContext, local: str, shared: str, name: str, on_disk: set[str]) -> str:
     """S-MIGRATE-4: the name itself, ``-opim``, or the first free ``-opim-N``."""
-    if name not in on_disk or _identical(store, join(local, name), join(shared, name)):
+    if name not in on_disk or _identical(ctx, join(local, name), join(shared, name)):
         return name
     if not name.endswith(".md"):
         # A-12: the JS core spins forever here while holding both locks; we give up.
         raise JsError(f"cannot derive a carry-over name for {name}: extension is not '.md'")
     base = name[:-3]
     first = f"{base}{SUFFIX}.md"
-    if first not in on_disk or _identical(store, join(local, name), join(shared, first)):
+    if first not in on_disk or _identical(ctx, join(local, name), join(shared, first)):
         return first
     n = 2
     while f"{base}{SUFFIX}-{n}.md" in on_disk:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from .context import StoreContext
 from .errors import JsTypeError, NodeError
 from .fs import atomic_write, exclusive_publish, exists, store_read
 from .text import (
@@ -26,9 +26,6 @@ from .text import (
     trim,
     trim_start,
 )
-
-if TYPE_CHECKING:
-    from .store import Store
 
 DEFAULT_KEEP = 3
 MAX_BULLETS = 15
@@ -129,9 +126,9 @@ def demote_summary(summary: object) -> str:
 # --- I/O ----------------------------------------------------------------------------------
 
 
-def migrate_legacy(store: Store) -> None:
+def migrate_legacy(ctx: StoreContext) -> None:
     """S-MIGRATE-8 (A-3 variant): copy the legacy file forward by exclusive publish."""
-    fs, paths = store.fs, store.paths
+    fs, paths = ctx.fs, ctx.paths
     if exists(fs, paths.handoff_file) or not exists(fs, paths.legacy_handoff):
         return
     content = store_read(fs, paths.legacy_handoff)
@@ -142,13 +139,13 @@ def migrate_legacy(store: Store) -> None:
             raise
 
 
-def _read_existing(store: Store) -> str:
-    if not exists(store.fs, store.paths.handoff_file):
+def _read_existing(ctx: StoreContext) -> str:
+    if not exists(ctx.fs, ctx.paths.handoff_file):
         return ""
-    return store_read(store.fs, store.paths.handoff_file)
+    return store_read(ctx.fs, ctx.paths.handoff_file)
 
 
-def write_handoff(store: Store, messages: object, reason: object, keep: object) -> str:
+def write_handoff(ctx: StoreContext, messages: object, reason: object, keep: object) -> str:
     """S-HANDOFF-1..6."""
     keep = DEFAULT_KEEP if keep is UNDEFINED else keep
     if is_disabled(keep):
@@ -156,34 +153,34 @@ def write_handoff(store: Store, messages: object, reason: object, keep: object) 
     found = bullets(assistant_texts(messages))
     if not found:
         return EMPTY
-    entry = f"## {store.now_iso()} ({to_string(reason)})\n\n" + "\n".join(found) + "\n"
-    migrate_legacy(store)
-    existing = _read_existing(store)
+    entry = f"## {ctx.now_iso()} ({to_string(reason)})\n\n" + "\n".join(found) + "\n"
+    migrate_legacy(ctx)
+    existing = _read_existing(ctx)
     separator = "\n" if existing and not existing.endswith("\n") else ""
     updated = existing + separator + "\n" + entry
-    atomic_write(store.fs, store.paths.handoff_file, render(keep_last(sections(updated), keep)))
+    atomic_write(ctx.fs, ctx.paths.handoff_file, render(keep_last(sections(updated), keep)))
     return WRITTEN
 
 
-def replace_latest(store: Store, summary: object, reason: object, keep: object) -> str:
+def replace_latest(ctx: StoreContext, summary: object, reason: object, keep: object) -> str:
     """S-HANDOFF-7/8: the last section becomes the consolidation entry."""
     keep = DEFAULT_KEEP if keep is UNDEFINED else keep
     if is_disabled(keep):
         return DISABLED
     body = demote_summary(summary)
-    entry = f"## {store.now_iso()} Consolidation ({to_string(reason)})\n\n{body}\n"
-    migrate_legacy(store)
-    pieces = sections(_read_existing(store))
+    entry = f"## {ctx.now_iso()} Consolidation ({to_string(reason)})\n\n{body}\n"
+    migrate_legacy(ctx)
+    pieces = sections(_read_existing(ctx))
     if pieces:
         pieces[-1] = entry
     else:
         pieces.append(entry)
-    atomic_write(store.fs, store.paths.handoff_file, render(keep_last(pieces, keep)))
+    atomic_write(ctx.fs, ctx.paths.handoff_file, render(keep_last(pieces, keep)))
     return WRITTEN
 
 
-def read_handoff(store: Store) -> str:
+def read_handoff(ctx: StoreContext) -> str:
     """S-HANDOFF-9: the last section, trimmed; empty when there is none."""
-    migrate_legacy(store)
-    pieces = sections(_read_existing(store))
+    migrate_legacy(ctx)
+    pieces = sections(_read_existing(ctx))
     return trim(pieces[-1]) if pieces else ""

@@ -15,6 +15,7 @@ from typing import Any
 from . import carryover, handoff
 from .clock import Clock, SystemClock, local_iso, utc_date
 from .config import DEFAULT_CONFIG_TEXT, Rules, rules_from_text
+from .context import StoreContext
 from .errors import AggregateJsError, NodeError, message_of
 from .fs import (
     Fs,
@@ -140,6 +141,11 @@ class Store:
     def now_iso(self) -> str:
         return local_iso(self.clock.now_ms())
 
+    @property
+    def context(self) -> StoreContext:
+        """What carry-over and handoff use, with the clock of this moment (``set_clock`` swaps it)."""
+        return StoreContext(self.fs, self.clock, self.paths, self.diag)
+
     # --- configuration (S-CFG) ---------------------------------------------------------
 
     def parse_rules(self) -> Rules:
@@ -191,7 +197,7 @@ class Store:
     def _carry_over(self) -> None:
         if self._carried_over:
             return
-        self._carried_over = carryover.run(self)
+        self._carried_over = carryover.run(self.context)
 
     def reset_carry_over(self) -> None:
         """S-MIGRATE-9: forget the done flag and delete the sentinel."""
@@ -431,15 +437,15 @@ class Store:
     # --- handoff (S-HANDOFF), delegated ---------------------------------------------------
 
     def write_handoff(self, messages: object, reason: object = UNDEFINED, keep: object = 3) -> str:
-        return handoff.write_handoff(self, messages, reason, keep)
+        return handoff.write_handoff(self.context, messages, reason, keep)
 
     def replace_latest_handoff_with_compaction_summary(
         self, summary: object, reason: object = UNDEFINED, keep: object = 3
     ) -> str:
-        return handoff.replace_latest(self, summary, reason, keep)
+        return handoff.replace_latest(self.context, summary, reason, keep)
 
     def read_handoff(self) -> str:
-        return handoff.read_handoff(self)
+        return handoff.read_handoff(self.context)
 
 
 def _is_retired_recap(line: str) -> bool:
