@@ -14,10 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference import parse_index_line
-from reference.index import IndexLine
-
-TEMP_NAME = re.compile(r"\.tmp-\d+-")
+from .grammar import Line, parse
+from .spec import FRONTMATTER_KEYS, INDEX_NAME, LOCK_NAME, TEMP_NAME, TOMBSTONES
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class Violation:
 
 
 def _index_lines(directory: Path) -> list[str] | None:
-    index = directory / "MEMORY.md"
+    index = directory / INDEX_NAME
     try:
         if not stat.S_ISREG(index.lstat().st_mode):
             return None
@@ -46,7 +44,7 @@ def no_leftovers(directory: Path) -> list[Violation]:
     if not directory.is_dir():
         return out
     for name in sorted(os.listdir(directory)):
-        if name == ".lock":
+        if name == LOCK_NAME:
             out.append(Violation("S-INV-2", str(directory / name), "lock file left behind"))
         elif TEMP_NAME.search(name):
             out.append(Violation("S-INV-2", str(directory / name), "temporary file left behind"))
@@ -58,9 +56,9 @@ def unique_filenames(directory: Path) -> list[Violation]:
     lines = _index_lines(directory)
     if lines is None:
         return []
-    counts = Counter(p.filename for p in map(parse_index_line, lines) if p is not None)
+    counts = Counter(p.filename for p in map(parse, lines) if p is not None)
     return [
-        Violation("S-INV-2", str(directory / "MEMORY.md"), f"{name} indexed {n} times")
+        Violation("S-INV-2", str(directory / INDEX_NAME), f"{name} indexed {n} times")
         for name, n in sorted(counts.items())
         if n > 1
     ]
@@ -72,7 +70,7 @@ def entries_regular(directory: Path) -> list[Violation]:
     if lines is None:
         return []
     out = []
-    for p in map(parse_index_line, lines):
+    for p in map(parse, lines):
         if p is None:
             continue
         try:
@@ -81,16 +79,16 @@ def entries_regular(directory: Path) -> list[Violation]:
             regular = False
         if not regular:
             out.append(
-                Violation("S-INV-2", str(directory / "MEMORY.md"), f"{p.filename} is not a regular file")
+                Violation("S-INV-2", str(directory / INDEX_NAME), f"{p.filename} is not a regular file")
             )
     return out
 
 
-def _indexed_topics(directory: Path) -> list[tuple[IndexLine, str]]:
+def _indexed_topics(directory: Path) -> list[tuple[Line, str]]:
     """Each parseable index entry with its topic file's text (entries without a file skipped)."""
     lines = _index_lines(directory)
     out = []
-    for p in map(parse_index_line, lines or []):
+    for p in map(parse, lines or []):
         if p is None:
             continue
         try:
@@ -105,7 +103,7 @@ def frontmatter_complete(directory: Path) -> list[Violation]:
     out = []
     for p, text in _indexed_topics(directory):
         head = text.split("\n---", 1)[0]
-        for key in ("name:", "description:", "last_updated:", "created:"):
+        for key in FRONTMATTER_KEYS:
             if f"\n{key}" not in head:
                 out.append(Violation("S-INV-2", str(directory / p.filename), f"no {key} line"))
     return out
@@ -135,14 +133,14 @@ def not_tombstoned(directory: Path) -> list[Violation]:
     """
     lines = _index_lines(directory)
     try:
-        removed = set((directory / ".ocl-removed").read_text("utf-8", "replace").split("\n"))
+        removed = set((directory / TOMBSTONES).read_text("utf-8", "replace").split("\n"))
     except OSError:
         return []
     if lines is None:
         return []
     return [
-        Violation("S-INV-7", str(directory / "MEMORY.md"), f"{p.filename} is indexed and tombstoned")
-        for p in map(parse_index_line, lines)
+        Violation("S-INV-7", str(directory / INDEX_NAME), f"{p.filename} is indexed and tombstoned")
+        for p in map(parse, lines)
         if p is not None and p.filename in removed
     ]
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reference import to_slug
+from .grammar import to_slug
 
 BUSY = "busy"
 
