@@ -1,8 +1,9 @@
 """``memconform fuzz``: run the state machines for a time budget and report what they found.
 
-With ``--impl python`` the in-process machines attack the reference (store vs model,
-rollback under faults, lock protocol, session); with a peer (``pi:<memory-core.mjs>`` …) the
-differential machine compares the reference with it through the protocol.  Machines run in
+With ``--impl python`` the in-process machines attack the reference (store vs shadow,
+rollback under faults, lock protocol, S-INJECT session); with a peer
+(``pi:<memory-core.mjs>`` …) the differential machine compares the reference with it through
+the protocol.  Machines run in
 batches of one profile's worth of examples, round robin, each batch with a fresh seed, until
 the budget is spent (checked between batches).  Every failure is exported as a regression
 scenario (default ``scenarios/regressions/``) and reported with its seed.

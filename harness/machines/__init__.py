@@ -1,8 +1,10 @@
 """Hypothesis state machines that attack the store (DESIGN.md §5).
 
-``store_model`` (reference vs an exact model), ``rollback`` (faults at every mutating ``Fs``
-call), ``lock_protocol`` (logical lock holders), ``session`` (the injection state machine)
-and ``differential`` (reference vs a peer through the protocol).  Each records its steps as a
+``store_model`` (the reference vs the shadow, the exact SPEC-written store; module
+``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_protocol``
+(logical lock holders), ``session`` (S-INJECT's injection state machine) and ``differential``
+(reference vs a peer through the protocol).  The registered names are what ``fuzz --machine``,
+exported regressions and rerun commands use, so they stay when a module is renamed.  Each records its steps as a
 scenario and exports the shrunk failing example as a regression (``base``, ``export``).
 """
 
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from .base import Machine
 
 MACHINES: dict[str, str] = {
-    "store_model": "store_model:StoreModelMachine",
+    "store_model": "store_shadow:StoreShadowMachine",
     "rollback": "rollback:RollbackMachine",
     "lock_protocol": "lock_protocol:LockProtocolMachine",
     "session": "session:SessionMachine",

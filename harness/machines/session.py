@@ -3,7 +3,7 @@
 ``reference.session.Session`` receives ``session_start``, ``before_agent_start`` (user prompts
 with and without ``messageType``, and custom-message runs), ``session_before_compact`` and
 ``session_compact`` (threshold or manual, with and without ``willRetry``), interleaved with
-memory writes and configuration changes.  A small model predicts the four state values, the
+memory writes and configuration changes.  The machine predicts the four state values, the
 exact system prompt of every injected turn, the follow-up messages and the last section of
 ``HANDOFF.md``.  Invariants: injected turns are 1, N, 2N … after each reset; the handoff is
 injected once per compaction; custom-message runs change neither state nor files.
@@ -108,7 +108,7 @@ class SessionMachine(Machine):
         self.store = Store(self.sandbox.env(), clock=self.clock, diagnostics=self.diagnostics.append)
         self.session = Session(self.store)
         self.config = Config()
-        # the model: S-INJECT-1 state, the handoff file's sections, messages sent so far
+        # the prediction: S-INJECT-1 state, the handoff file's sections, messages sent so far
         self.injected, self.turn, self.consumed = False, 0, False
         self.last_summary: object = None
         self.sections: list[str] = []

@@ -20,7 +20,7 @@ from harness import cli
 from harness.machines import IN_PROCESS, load
 from harness.machines.base import EXPORT_ENV, run_machine
 from harness.machines.differential import DifferentialMachine, _Pool, configure_peer, current_peer
-from harness.machines.store_model import StoreModelMachine
+from harness.machines.store_shadow import StoreShadowMachine
 from harness.oracles.invariants import check_store
 from harness.peers import PeerSpec
 from harness.scenarios import load_file
@@ -47,6 +47,12 @@ def test_machine(name: str, export_dir: Path) -> None:
           f"{stats.executed_share:.1%} executed")
     assert stats.executed_share >= 0.9, stats.outcomes.most_common()
     assert not export_dir.exists(), "a passing run exported something"
+
+
+def test_store_machine_keeps_its_registered_name() -> None:
+    """The module is named for the shadow it compares with; ``fuzz --machine store_model``,
+    exported file names and rerun commands keep the registered name."""
+    assert load("store_model") is StoreShadowMachine and StoreShadowMachine.NAME == "store_model"
 
 
 @pytest.fixture
@@ -85,7 +91,7 @@ def test_failing_example_is_exported_and_replays(
     with monkeypatch.context() as broken:
         broken.setattr("reference.store.MAX_SUMMARY_LENGTH", 400)
         with pytest.raises(Exception) as info:
-            run_machine(StoreModelMachine, seed_value=20260807, max_examples=300)
+            run_machine(StoreShadowMachine, seed_value=20260807, max_examples=300)
     assert "seed 20260807" in "\n".join(getattr(info.value, "__notes__", []))
     files = sorted(export_dir.glob("store_model-*.json"))
     assert files, "no regression scenario was written"

@@ -1,4 +1,7 @@
-"""The reference ``Store`` against the shadow model, on real temporary directories.
+"""The reference ``Store`` against the shadow, on real temporary directories.
+
+The machine is registered (and exports, and is rerun) as ``store_model``; the module is named
+for what it compares with: ``harness.oracles.shadow``, the exact SPEC-written store.
 
 Every rule runs one operation on the store and the same operation on the shadow
 (``shadow.py``), then compares the result string exactly; after every step the whole sandbox
@@ -7,8 +10,8 @@ overwrite, pin), remove, pin/unpin, recap retirement, search, the index reads, t
 (stale stamping), shared mode with carry-over, and a human editing the store behind its back.
 Tampering the shadow cannot represent (a scribbled topic with CR frontmatter) switches to
 invariant-only checking until the files are representable again (resynchronised from disk).
-While the run stays inside ``harness.oracles.kind_model``'s domain the model's result kinds are checked
-too, since the linearizability checker relies on them.
+While the run stays inside ``harness.oracles.kind_model``'s domain, the kind model's result
+kinds are checked too (``kinds``), since the linearizability checker relies on them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from reference.clock import ControlledClock, parse_instant
 from reference.store import Store
 from reference.text import UNDEFINED, trim
 
-from ..oracles import kind_model as model
+from ..oracles import kind_model
 from ..oracles.grammar import first_date, parse
 from ..oracles.invariants import check_store
 from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
@@ -47,7 +50,7 @@ SCRIBBLES = (
 WRITTEN = {"created", "updated", "removed", "pinned", "unpinned"}
 
 
-class StoreModelMachine(Machine):
+class StoreShadowMachine(Machine):
     """Store vs shadow: exact results and files after every step (S-WRITE … S-DISP, S-INV-2)."""
 
     NAME = "store_model"
@@ -64,7 +67,8 @@ class StoreModelMachine(Machine):
         )
         self.shadow = Shadow(NOW_MS)
         self.covered = True
-        self.model: model.State | None = model.State()
+        # the kind model's state; None once the run leaves its domain (tampering, flags …)
+        self.kinds: kind_model.State | None = kind_model.State()
         self.last_written: tuple[str, str] | None = None  # (directory rel, filename)
 
     def teardown(self) -> None:
@@ -90,19 +94,19 @@ class StoreModelMachine(Machine):
             return fn()
         except Uncovered:
             self.covered = False
-            self.model = None
+            self.kinds = None
             return _NOTHING
 
     def _check(self, op: str, args: dict[str, Any], expected: Any, actual: Any) -> None:
         self.recorder.step(op, args, **({} if expected is _NOTHING else {"result": expected}))
         if expected is not _NOTHING:
-            assert actual == expected, f"{op} {args!r}:\n  model:     {expected!r}\n  reference: {actual!r}"
+            assert actual == expected, f"{op} {args!r}:\n  shadow:    {expected!r}\n  reference: {actual!r}"
 
-    def _model_kind(self, op: str, args: dict[str, Any], actual: str) -> None:
-        if self.model is None:
+    def _check_kind(self, op: str, args: dict[str, Any], actual: str) -> None:
+        if self.kinds is None:
             return
-        self.model, kind = model.apply(self.model, op, args)
-        got = model.result_kind(actual)
+        self.kinds, kind = kind_model.apply(self.kinds, op, args)
+        got = kind_model.result_kind(actual)
         assert kind == got, f"harness.oracles.kind_model says {kind!r} for {op} {args!r}; the store said {actual!r}"
 
     def _after_mutation(self, kind: str) -> None:
@@ -155,7 +159,7 @@ class StoreModelMachine(Machine):
         if "[pin]" in summary or trim(topic) == "pin":
             # A-1: a flag token in the summary, or S-PIN-2: in the link text `[pin](pin.md)`
             # (pin_memory reads the whole line), is outside harness.oracles.kind_model
-            self.model = None
+            self.kinds = None
         expected = self._expect(
             lambda: self.shadow.write(topic, text, summary, pin, mode.get("mode"), mode.get("overwrite"))
         )
@@ -163,9 +167,9 @@ class StoreModelMachine(Machine):
             topic, text, summary, pin, mode.get("mode", "append"), mode.get("overwrite", UNDEFINED)
         )
         self._check("write_memory", args, expected, actual)
-        kind = model.result_kind(actual)
+        kind = kind_model.result_kind(actual)
         if kind != "invalid":
-            self._model_kind("write_memory", args, actual)
+            self._check_kind("write_memory", args, actual)
         self._after_mutation(kind)
         self.executed(label, kind)
 
@@ -184,9 +188,9 @@ class StoreModelMachine(Machine):
         expected = self._expect(lambda: self.shadow.remove(topic))
         actual = self.store.execute_remove_memory(topic)
         self._check("remove_memory", {"topic": topic}, expected, actual)
-        self._model_kind("remove_memory", {"topic": topic}, actual)
-        self._after_mutation(model.result_kind(actual))
-        self.executed("remove", model.result_kind(actual))
+        self._check_kind("remove_memory", {"topic": topic}, actual)
+        self._after_mutation(kind_model.result_kind(actual))
+        self.executed("remove", kind_model.result_kind(actual))
 
     @rule(data=st.data(), on=st.booleans())
     @guarded
@@ -195,9 +199,9 @@ class StoreModelMachine(Machine):
         expected = self._expect(lambda: self.shadow.pin(topic, on))
         actual = self.store.execute_pin_memory(topic, on)
         self._check("pin_memory", {"topic": topic, "pin": on}, expected, actual)
-        self._model_kind("pin_memory", {"topic": topic, "pin": on}, actual)
-        self._after_mutation(model.result_kind(actual))
-        self.executed("pin", model.result_kind(actual))
+        self._check_kind("pin_memory", {"topic": topic, "pin": on}, actual)
+        self._after_mutation(kind_model.result_kind(actual))
+        self.executed("pin", kind_model.result_kind(actual))
 
     @rule()
     @guarded
@@ -261,7 +265,7 @@ class StoreModelMachine(Machine):
         (self.root / "agent" / "memory.jsonc").write_bytes(text)
         self.recorder.put_file("agent/memory.jsonc", text)
         self.recorder.clause("S-MIGRATE-3", "S-TOMB-1")
-        self.model = None
+        self.kinds = None
         self.executed("toggle_shared", "on" if self.shadow.shared_mode else "off")
 
     # --- a human behind the store's back --------------------------------------------------
@@ -292,7 +296,7 @@ class StoreModelMachine(Machine):
         pieces.insert(data.draw(st.integers(0, len(pieces))), line)
         self._put(d, "MEMORY.md", "\n".join(pieces).encode())
         d.pieces = pieces
-        self.model = None
+        self.kinds = None
         self.executed("tamper_index", kind)
 
     @rule(
@@ -305,7 +309,7 @@ class StoreModelMachine(Machine):
         d = self._target()
         if kind in ("delete_topic", "edit_frontmatter") and not d.topics:
             kind = "plant_topic"
-        self.model = None
+        self.kinds = None
         if kind == "delete_topic":
             name = data.draw(st.sampled_from(sorted(d.topics)))
             os.unlink(self.root / self._rel(d) / name)
@@ -373,8 +377,8 @@ class StoreModelMachine(Machine):
                 diff = sorted(k for k in set(actual) | set(expected) if actual.get(k) != expected.get(k))
                 first = diff[0]
                 raise AssertionError(
-                    f"files differ from the model at {diff}: {first}:\n"
-                    f"  model:     {expected.get(first)!r}\n  reference: {actual.get(first)!r}"
+                    f"files differ from the shadow at {diff}: {first}:\n"
+                    f"  shadow:    {expected.get(first)!r}\n  reference: {actual.get(first)!r}"
                 )
         leftovers = check_store(self.root / "agent/memory", ("leftovers",))
         leftovers += check_store(self.root / "home/.agents/memory", ("leftovers",))
@@ -411,6 +415,6 @@ class StoreModelMachine(Machine):
             self.recorder.then = then
         else:
             self.recorder.then = {"invariants": "all"}
-            self.recorder.notes.append("The model had lost track of the files; only invariants are checked.")
+            self.recorder.notes.append("The shadow had lost track of the files; only invariants are checked.")
         return super().scenario_for(error)
 
