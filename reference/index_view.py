@@ -1,4 +1,4 @@
-"""An index text parsed once and indexed for the questions a write asks (S-IDX-3..8, S-WRITE-6).
+"""``ViewEngine``: index texts parsed once and indexed for the questions a write asks (S-IDX-3..8).
 
 A write asks of ``MEMORY.md``: which file holds this topic name (S-WRITE-6), where is the
 first entry for a filename (S-IDX-3), and what does maintenance change (S-IDX-4..6).  Asking
@@ -7,9 +7,11 @@ from maps, and the view of the text a write publishes is *derived* from the one 
 line replaced, appended or removed), so the next operation that reads that text back finds it
 ready.
 
-Every answer equals the scan's: the scans in ``index`` stay the definition, anything unusual
-(a repeated filename or name, an orphan, an entry renamed by an edit) falls back to them, and
-the tests compare the two on random indexes and edit sequences.
+Every answer equals the scan's: the scans in ``index`` stay the definition (``PlainEngine``
+in ``index_engine`` runs them), anything unusual (a repeated filename or name, an orphan, an
+entry renamed by an edit) falls back to them, and the tests compare the two on random indexes
+and edit sequences, and a ``Store`` driven by each engine on random operations.  A speed path,
+so a choice made at the edge: ``serve``, the CLI and the bench inject a ``ViewEngine``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left, insort
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .index import (
@@ -36,6 +38,7 @@ from .index import (
     require_string,
     restamp,
 )
+from .index_engine import Index, Regular
 from .text import js_lower
 
 _HEALABLE = " " + STALE_TOKEN
@@ -138,7 +141,7 @@ class IndexView:
 
     __slots__ = (
         "_text",
-        "entries",
+        "entry_count",
         "exact",
         "first_at",
         "ids",
@@ -157,14 +160,14 @@ class IndexView:
         self.last_named: dict[str, str] = {}  # lowered name -> filename of its last entry
         self.exact: dict[str, int] = {}  # lowered name or filename -> id of the first entry
         self.stamps = _Stamps()
-        self.entries = 0
+        self.entry_count = 0
         for line_id, (line, entry) in enumerate(zip(lines, self.parsed, strict=True)):
             if entry is not None:
                 self._index(line_id, line, entry)
 
     def _index(self, line_id: int, line: str, entry: IndexLine) -> None:
         """Register an entry that follows every entry already registered."""
-        self.entries += 1
+        self.entry_count += 1
         self.first_at.setdefault(entry.filename, line_id)
         self.last_named[entry.name_lower] = entry.filename
         self.exact.setdefault(entry.name_lower, line_id)
@@ -193,14 +196,14 @@ class IndexView:
 
     @property
     def unique_filenames(self) -> bool:
-        return len(self.first_at) == self.entries
+        return len(self.first_at) == self.entry_count
 
     def _derived(self, lines: list[str], ids: list[int], parsed: list[IndexLine | None]) -> IndexView:
         """A view sharing this one's maps (copy any map before changing it)."""
         view = IndexView.__new__(IndexView)
         view.lines, view.ids, view.parsed, view._text = lines, ids, parsed, None
         view.first_at, view.last_named, view.exact = self.first_at, self.last_named, self.exact
-        view.stamps, view.entries = self.stamps, self.entries
+        view.stamps, view.entry_count = self.stamps, self.entry_count
         return view
 
     # --- derivation -----------------------------------------------------------------------
@@ -254,13 +257,13 @@ class IndexView:
         entry = self.parsed[pos]
         if entry is not None and not (
             self.unique_filenames
-            and len(self.last_named) == self.entries
-            and len(self.exact) == 2 * self.entries
+            and len(self.last_named) == self.entry_count
+            and len(self.exact) == 2 * self.entry_count
         ):
             return IndexView(lines)
         view = self._derived(lines, self.ids[:pos] + self.ids[pos + 1 :], self.parsed[:pos] + self.parsed[pos + 1 :])
         if entry is not None:
-            view.entries -= 1
+            view.entry_count -= 1
             view.first_at, view.last_named, view.exact = dict(self.first_at), dict(self.last_named), dict(self.exact)
             del view.first_at[entry.filename], view.last_named[entry.name_lower]
             del view.exact[entry.name_lower], view.exact[js_lower(entry.filename)]
@@ -279,6 +282,34 @@ class IndexView:
         assert entry is not None
         return Found(pos, entry)
 
+    def entries(self) -> list[IndexLine]:
+        """S-DISP-2: the entries, parsed when the view was built."""
+        return [entry for entry in self.parsed if entry is not None]
+
+    def file_named(self, name: str) -> str | None:
+        """S-WRITE-6: the filename of the last entry with this name, from the map."""
+        return self.last_named.get(js_lower(name))
+
+    def replaced(self, pos: int, line: str) -> IndexView:
+        """S-PIN-3: one line changed."""
+        return self.patched({pos: line})
+
+    def dropping(self, filename: str, drop: Callable[[IndexLine], bool]) -> IndexView:
+        """S-RETIRE-3: with no entry for ``filename`` nothing changes; one entry, one deletion."""
+        pos = self.first_pos(filename)
+        if pos is None:
+            return self
+        if self.unique_filenames:
+            entry = self.parsed[pos]
+            assert entry is not None
+            return self.without(pos) if drop(entry) else self
+        kept = [
+            line
+            for line, entry in zip(self.lines, self.parsed, strict=True)
+            if entry is None or entry.filename != filename or not drop(entry)
+        ]
+        return self if len(kept) == len(self.lines) else IndexView(kept)
+
     def upserted(self, filename: str, name: str, summary: str, pin: bool, timestamp: str) -> IndexView:
         """S-IDX-3 (``upsert_index_line``) on the view."""
         pos = self.first_pos(filename)
@@ -289,9 +320,7 @@ class IndexView:
         line = render_entry(name, filename, held.pinned or pin, timestamp, summary)
         return self.patched({pos: line})
 
-    def maintained(
-        self, stale_after_days: float, now_ms: int, regular: Container[str] | Callable[[str], bool]
-    ) -> IndexView:
+    def maintained(self, stale_after_days: float, now_ms: int, regular: Regular) -> IndexView:
         """S-IDX-4..6 (``maintain_index``) on the view.
 
         With a set of regular names and no repeated filename or orphan, only the lines that
@@ -313,29 +342,43 @@ class IndexView:
         return IndexView(maintain_index(self.lines, stale_after_days, now_ms, is_regular))
 
 
-# --- the cache ------------------------------------------------------------------------------
+# --- the engine ---------------------------------------------------------------------------
 
-_VIEWS: list[IndexView] = []
-_VIEWS_LOCK = threading.Lock()
 _KEEP = 8
 
 
-def view_of(text: str) -> IndexView:
-    """The view of an index text, reused when this process has seen (or written) the text."""
-    with _VIEWS_LOCK:
-        for i, view in enumerate(_VIEWS):
-            if view._text is not None and len(view._text) == len(text) and view._text == text:
-                if i:
-                    _VIEWS.insert(0, _VIEWS.pop(i))
-                return view
-    view = IndexView(text.split("\n"), text)
-    remember(view)
-    return view
+class ViewEngine:
+    """Views of the texts this process read or published lately, so a read finds its view ready.
 
+    Views are immutable, so one engine may serve several stores and threads; the text a view
+    was read from can come back (a rollback republishes it) and finds the same view.
+    """
 
-def remember(view: IndexView) -> None:
-    """Keep a view whose text is about to be published, for the next read of that text."""
-    view.text  # noqa: B018 - the join happens once, here
-    with _VIEWS_LOCK:
-        _VIEWS.insert(0, view)
-        del _VIEWS[_KEEP:]
+    def __init__(self, keep: int = _KEEP) -> None:
+        self._views: list[IndexView] = []
+        self._lock = threading.Lock()
+        self._keep = keep
+
+    def read(self, text: str) -> IndexView:
+        """The view of an index text, reused when this engine has seen (or published) it."""
+        with self._lock:
+            for i, view in enumerate(self._views):
+                if view._text is not None and len(view._text) == len(text) and view._text == text:
+                    if i:
+                        self._views.insert(0, self._views.pop(i))
+                    return view
+        view = IndexView(text.split("\n"), text)
+        self._remember(view)
+        return view
+
+    def publishing(self, index: Index) -> str:
+        """The text of a view about to be published, kept for the next read of that text."""
+        if isinstance(index, IndexView):
+            self._remember(index)
+        return index.text
+
+    def _remember(self, view: IndexView) -> None:
+        view.text  # noqa: B018 - the join happens once, here
+        with self._lock:
+            self._views.insert(0, view)
+            del self._views[self._keep :]

@@ -1,8 +1,10 @@
 """``Store``: the public API of the reference, one instance per process (S-INV-10).
 
-It holds the paths captured at load time, the ``Fs`` seam, the clock and the little
-process-global state the JS core keeps (carry-over flag, last configuration error).  Every
-operation here is the I/O edge around the pure functions of the other modules.
+It holds the paths captured at load time, the ``Fs`` seam, the clock, the index engine and
+the little process-global state the JS core keeps (carry-over flag, last configuration error).
+Every operation here is the I/O edge around the pure functions of the other modules.  The
+seams default to the plain code (``Fs``, ``PlainEngine``); entry points inject the fast paths
+(``reference.edge``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ from .index import (
     INITIAL_MEMORY,
     PIN_TOKEN,
     Ambiguous,
+    IndexLine,
     find_date,
-    parse_index_line,
     require_string,
     summary_of,
     to_slug,
 )
-from .index_view import IndexView, remember, view_of
+from .index_engine import Index, IndexEngine, PlainEngine
 from .lock import LOCK_BUSY_MESSAGE, LockBusy, with_lock
 from .paths import StorePaths, index_path, join
 from .text import (
@@ -124,10 +126,13 @@ class Store:
         fs: Fs | None = None,
         clock: Clock | None = None,
         diagnostics: Callable[[str], None] = stderr_diagnostics,
+        index_engine: IndexEngine | None = None,
     ) -> None:
+        self._env = env
         self.paths = StorePaths.from_env(env)
         self.fs = fs if fs is not None else Fs()
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.index_engine: IndexEngine = index_engine if index_engine is not None else PlainEngine()
         self._diagnostics = diagnostics
         self._last_config_error: str | None = None
         self._carried_over = False
@@ -221,10 +226,13 @@ class Store:
         except NodeError:
             return lambda filename: is_regular_file(self.fs, join(directory, filename))
 
-    def _maintain(self, view: IndexView, directory: str) -> IndexView:
+    def _maintain(self, index: Index, directory: str) -> Index:
         """S-IDX-7: maintenance with a fresh configuration read."""
         stale_days = self.parse_rules().stale_after_days
-        return view.maintained(stale_days, self.clock.now_ms(), self._regular_in(directory))
+        return index.maintained(stale_days, self.clock.now_ms(), self._regular_in(directory))
+
+    def _publish_index(self, directory: str, index: Index) -> None:
+        atomic_write(self.fs, index_path(directory), self.index_engine.publishing(index))
 
     # --- write (S-WRITE) ----------------------------------------------------------------
 
@@ -261,23 +269,23 @@ class Store:
 
     # --- remove and pin (S-REMOVE, S-PIN) ------------------------------------------------
 
-    def _locate(self, directory: str, topic: object) -> tuple[IndexView, Any]:
-        """Shared prologue of remove and pin: the index view and the lookup result."""
-        index = index_path(directory)
-        if not exists(self.fs, index):
-            return view_of(INITIAL_MEMORY), NO_INDEX
-        view = view_of(store_read(self.fs, index))
-        found = view.find(topic)
+    def _locate(self, directory: str, topic: object) -> tuple[Index, Any]:
+        """Shared prologue of remove and pin: the index and the lookup result."""
+        path = index_path(directory)
+        if not exists(self.fs, path):
+            return self.index_engine.read(INITIAL_MEMORY), NO_INDEX
+        index = self.index_engine.read(store_read(self.fs, path))
+        found = index.find(topic)
         if found is None:
-            return view, f'No entry found matching "{to_string(topic)}".'
+            return index, f'No entry found matching "{to_string(topic)}".'
         if isinstance(found, Ambiguous):
             names = ", ".join(found.names)
-            return view, f'Multiple entries match "{to_string(topic)}", be more specific: {names}'
-        return view, found
+            return index, f'Multiple entries match "{to_string(topic)}", be more specific: {names}'
+        return index, found
 
     def execute_remove_memory(self, topic: object = UNDEFINED) -> str:
         def remove(directory: str) -> str:
-            view, found = self._locate(directory, topic)
+            index, found = self._locate(directory, topic)
             if isinstance(found, str):
                 return found
             entry = found.entry
@@ -286,11 +294,10 @@ class Store:
                     f'Cannot remove "{entry.name}" — it is pinned. '
                     f"Unpin it first with: /memory unpin {to_string(topic)}"
                 )
-            view = self._maintain(view.without(found.index), directory)
+            index = self._maintain(index.without(found.index), directory)
             if self.is_shared(directory):
                 add_tombstone(self.fs, directory, entry.filename)
-            remember(view)
-            atomic_write(self.fs, index_path(directory), view.text)
+            self._publish_index(directory, index)
             return f'Removed "{entry.name}" from the index. Topic file is preserved on disk.'
 
         try:
@@ -300,10 +307,10 @@ class Store:
 
     def execute_pin_memory(self, topic: object = UNDEFINED, pin: object = UNDEFINED) -> str:
         def pin_entry(directory: str) -> str:
-            view, found = self._locate(directory, topic)
+            index, found = self._locate(directory, topic)
             if isinstance(found, str):
                 return found
-            entry, before = found.entry, view.lines[found.index]
+            entry, before = found.entry, index.lines[found.index]
             current = PIN_TOKEN in before
             if isinstance(pin, bool) and pin == current:
                 state = "pinned" if pin else "unpinned"
@@ -313,14 +320,13 @@ class Store:
                 changed = before[:cut] + " " + PIN_TOKEN + before[cut:]
             else:
                 changed = before.replace(" " + PIN_TOKEN, "", 1)
-            view = self._maintain(view.patched({found.index: changed}), directory)
-            lines = view.lines
-            at = view.first_pos(entry.filename)
+            index = self._maintain(index.replaced(found.index, changed), directory)
+            lines = index.lines
+            at = index.first_pos(entry.filename)
             after = lines[at] if at is not None else (
                 lines[found.index] if found.index < len(lines) else "undefined"
             )
-            remember(view)
-            atomic_write(self.fs, index_path(directory), view.text)
+            self._publish_index(directory, index)
             verb = "Pinned" if is_truthy(pin) else "Unpinned"
             return f'{verb} "{entry.name}".\nBefore: {before}\n After: {after}'
 
@@ -344,14 +350,13 @@ class Store:
                 self.diag("failed to retire last-session-recap index entries", e)
 
     def _retire_in(self, directory: str) -> None:
-        index = index_path(directory)
-        lines = store_read(self.fs, index).split("\n")
-        kept = [line for line in lines if not _is_retired_recap(line)]
-        if len(kept) == len(lines):
+        index = self.index_engine.read(store_read(self.fs, index_path(directory)))
+        kept = index.dropping(RECAP_FILENAME, _unpinned_recap)
+        if len(kept.lines) == len(index.lines):
             return
         if self.is_shared(directory):
             add_tombstone(self.fs, directory, RECAP_FILENAME)
-        atomic_write(self.fs, index, "\n".join(kept))
+        self._publish_index(directory, kept)
 
     # --- display and search (S-DISP) ----------------------------------------------------
 
@@ -383,18 +388,10 @@ class Store:
         if not is_regular_file(self.fs, index):
             return []
         text, _ = bounded_read(self.fs, index)
-        entries = []
-        for line in text.split("\n"):
-            p = parse_index_line(line)
-            if p is None:
-                continue
-            entries.append(
-                IndexEntry(
-                    p.name, p.filename, find_date(p.rest) or "—", summary_of(p.rest),
-                    p.pinned, p.stale,
-                )
-            )
-        return entries
+        return [
+            IndexEntry(p.name, p.filename, find_date(p.rest) or "—", summary_of(p.rest), p.pinned, p.stale)
+            for p in self.index_engine.read(text).entries()
+        ]
 
     def read_topic_content(self, filename: object) -> str:
         from .index import is_safe_filename
@@ -448,12 +445,9 @@ class Store:
         return handoff.read_handoff(self.context)
 
 
-def _is_retired_recap(line: str) -> bool:
-    """S-RETIRE-3: an unpinned recap entry; only the metadata part protects it."""
-    p = parse_index_line(line)
-    return (
-        p is not None and p.filename == RECAP_FILENAME and PIN_TOKEN not in p.rest.split(" -- ")[0]
-    )
+def _unpinned_recap(entry: IndexLine) -> bool:
+    """S-RETIRE-3: a recap entry retires unless pinned; only the metadata part protects it."""
+    return PIN_TOKEN not in entry.rest.split(" -- ")[0]
 
 
 class _Write:
@@ -477,8 +471,9 @@ class _Write:
         fs, topic = self.fs, self.topic
         index = index_path(directory)
         raw = store_read(fs, index) if exists(fs, index) else INITIAL_MEMORY
-        view = view_of(raw)
-        filename = self._choose_filename(directory, view)
+        engine = self.store.index_engine
+        read = engine.read(raw)
+        filename = self._choose_filename(directory, read)
         path = join(directory, filename)
         if exists(fs, path) and not is_regular_file(fs, path):
             return f'Invalid topic: "{filename}" is not a regular file.'
@@ -498,10 +493,9 @@ class _Write:
         index_written = False
         try:
             atomic_write(fs, path, text)
-            updated = view.upserted(filename, topic, self.summary, self.pin, self.store.now_iso())
+            updated = read.upserted(filename, topic, self.summary, self.pin, self.store.now_iso())
             updated = self.store._maintain(updated, directory)
-            remember(updated)
-            atomic_write(fs, index, updated.text)
+            atomic_write(fs, index, engine.publishing(updated))
             index_written = True
             if shared:
                 clear_tombstone(fs, directory, filename)
@@ -524,17 +518,16 @@ class _Write:
         verb = "Created" if previous is None else "Updated"
         return f'{verb} memory topic "{topic}" ({filename}).'
 
-    def _choose_filename(self, directory: str, view: IndexView) -> str:
+    def _choose_filename(self, directory: str, index: Index) -> str:
         """S-WRITE-6/7: the last entry with this name, else a free or self-named slug file."""
         fs, topic = self.fs, self.topic
-        matched = view.last_named.get(js_lower(topic))
+        matched = index.file_named(topic)
         if matched is not None:
             return matched
-        filename, indexed = self.slug + ".md", view.first_at
-        base, n = self.slug, 2
-        while filename in indexed or exists(fs, join(directory, filename)):
+        filename, base, n = self.slug + ".md", self.slug, 2
+        while (indexed := (index.first_pos(filename) is not None)) or exists(fs, join(directory, filename)):
             path = join(directory, filename)
-            if filename not in indexed and is_regular_file(fs, path):
+            if not indexed and is_regular_file(fs, path):
                 text, _ = bounded_read(fs, path)
                 if names_topic(text, topic):
                     return filename

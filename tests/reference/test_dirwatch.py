@@ -236,6 +236,6 @@ def test_the_fs_seam_neither_imports_the_watch_nor_reads_the_environment() -> No
     assert "dirwatch" not in imported and "reference.dirwatch" not in imported
     names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert not names & {"environ", "getenv"}
-    code = "import sys, reference, reference.fs, reference.store; print(sorted(m for m in sys.modules if m in ('reference.dirwatch',)))"
+    code = "import sys, reference, reference.fs, reference.store; print(sorted(m for m in sys.modules if m in ('reference.dirwatch', 'reference.index_view')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"  # a Store alone loads no speed path
