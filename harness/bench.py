@@ -24,8 +24,10 @@ from typing import Any
 
 from reference import Store
 from reference.clock import ControlledClock, parse_instant
-from reference.edge import edge_fs
+from reference.edge import edge_fs, edge_index_engine
 from reference.fs import Fs
+from reference.index_engine import IndexEngine, PlainEngine
+from reference.index_view import ViewEngine
 
 from .peers import PeerSpec, configured_peers, start_driver
 from .sandbox import Sandbox
@@ -200,9 +202,29 @@ def w0_floor(entries: int, ops: int) -> list[Series]:
 # --- W1: store ops ---------------------------------------------------------------------------
 
 
-def _in_process(root: Path, fs: Fs | None = None) -> Callable[[str, dict[str, Any]], object]:
-    sb = Sandbox(root)
-    store = Store(sb.env(), fs=fs, clock=ControlledClock(NOW), diagnostics=lambda _line: None)
+# The in-process contenders and the seams each one runs (reference.edge chooses the first).
+IN_PROCESS = {
+    "reference": "index views and the directory watch, as serve runs them",
+    "reference-listing": "index views, one directory listing per maintenance",
+    "reference-plain": "the plain S-IDX scans over the plain Fs (no index views, no watch)",
+}
+
+
+def in_process_store(impl: str, env: dict[str, str]) -> Store:
+    """The reference as ``impl`` names it (``IN_PROCESS``), on a frozen clock, silent."""
+    fs: Fs
+    engine: IndexEngine
+    if impl == "reference":
+        fs, engine = edge_fs(os.environ), edge_index_engine(os.environ)
+    elif impl == "reference-listing":
+        fs, engine = Fs(), ViewEngine()
+    else:
+        fs, engine = Fs(), PlainEngine()
+    return Store(env, fs=fs, clock=ControlledClock(NOW), diagnostics=lambda _line: None, index_engine=engine)
+
+
+def _in_process(root: Path, impl: str) -> Callable[[str, dict[str, Any]], object]:
+    store = in_process_store(impl, Sandbox(root).env())
     calls: dict[str, Callable[..., object]] = {
         "write_memory": lambda a: store.execute_write_memory(a["topic"], a["content"], a["summary"]),
         "pin_memory": lambda a: store.execute_pin_memory(a["topic"], a["pin"]),
@@ -222,8 +244,8 @@ def phase_round(impl: str, entries: int, script_for: Script) -> tuple[float, int
     names = seed_store(root, entries)
     script = script_for(names)
     try:
-        if impl in ("reference", "reference-listing"):
-            call = _in_process(root, Fs() if impl == "reference-listing" else edge_fs(os.environ))
+        if impl in IN_PROCESS:
+            call = _in_process(root, impl)
             t0 = time.perf_counter()
             for op, a in script:
                 call(op, a)
@@ -457,7 +479,7 @@ def w5() -> list[Series]:
 
 
 def impls() -> list[str]:
-    found = ["reference", "reference-listing", "serve"]
+    found = [*IN_PROCESS, "serve"]
     found += [p.name for p in configured_peers() if p.kind == "pi"]
     return found
 

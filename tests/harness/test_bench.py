@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,32 @@ def test_every_w1_phase_has_a_script_for_the_syscall_counts() -> None:
     for phase, script in bench.PHASES.items():
         ops = script(names, 3)
         assert len(ops) == 3 and {op for op, _ in ops} == {f"{phase}_memory"}
+
+
+def test_the_in_process_contenders_run_the_seams_they_name(tmp_path: Path) -> None:
+    """W1 reports the plain engine beside the fast paths (issue 11)."""
+    from reference.dirwatch import WatchingFs
+    from reference.fs import Fs
+    from reference.index_engine import PlainEngine
+    from reference.index_view import ViewEngine
+
+    assert list(bench.IN_PROCESS) == ["reference", "reference-listing", "reference-plain"]
+    assert set(bench.IN_PROCESS) <= set(bench.impls())
+    env = {"HOME": str(tmp_path)}
+    seams = {impl: bench.in_process_store(impl, env) for impl in bench.IN_PROCESS}
+    assert (type(seams["reference"].fs), type(seams["reference"].index_engine)) == (
+        Fs if os.environ.get("MEMCONFORM_DIRWATCH") == "0" else WatchingFs, ViewEngine,
+    )
+    assert (type(seams["reference-listing"].fs), type(seams["reference-listing"].index_engine)) == (Fs, ViewEngine)
+    assert (type(seams["reference-plain"].fs), type(seams["reference-plain"].index_engine)) == (Fs, PlainEngine)
+
+
+def test_w1_ratios_name_every_contender_that_ran() -> None:
+    rows = [
+        {"name": f"{impl}:{phase}", "seconds": [1.0], "per": per}
+        for phase in ("write", "pin", "remove")
+        for impl, per in (("reference", 400), ("reference-plain", 200), ("serve", 300), ("pi:core", 100))
+    ]
+    text = "\n".join(_render("w1", rows))
+    assert "write: reference / JS core = 4.00 (ops/s ratio); serve / JS core = 3.00; reference-plain / JS core = 2.00" in text
+    assert "`reference-plain` the plain code" in text
