@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import IO, Any
 
-from .clock import ControlledClock, SystemClock, parse_instant
+from .clock import Clock, ControlledClock, SystemClock, parse_instant
 from .compaction import (
     build_compaction_consolidation_prompt,
     build_consolidation_prompt,
@@ -60,10 +60,16 @@ def memory_command(store: Store, args: Args) -> list[dict[str, Any]]:
 
 
 class Server:
-    """One store, one session, one clock: the state of one loaded implementation."""
+    """One store, one session, one clock: the state of one loaded implementation.
 
-    def __init__(self, store: Store) -> None:
+    ``reset`` keeps what the server was built over (environment, ``Fs``, diagnostics, index
+    engine) and, as the JS drivers do, puts the clock back to real time: ``new_clock`` makes
+    that clock (the wall clock unless an in-process user wants another).
+    """
+
+    def __init__(self, store: Store, *, new_clock: Callable[[], Clock] = SystemClock) -> None:
         self.store = store
+        self._new_clock = new_clock
         self.session = Session(store)
         self.ops: dict[str, Callable[[Args], object]] = {
             "hello": self.hello,
@@ -132,7 +138,7 @@ class Server:
 
     def reset(self, args: Args) -> None:
         """Forget all process-global state, as a fresh process would (S-INV-10, C-8)."""
-        self.store = Store(clock=SystemClock())
+        self.store = self.store.renewed(self._new_clock())
         self.session = Session(self.store)
         self.ops.update(self._store_ops())
 

@@ -137,6 +137,17 @@ class Store:
         self._last_config_error: str | None = None
         self._carried_over = False
 
+    def renewed(self, clock: Clock) -> Store:
+        """This installation as a freshly loaded core sees it (S-INV-10): the same environment,
+        ``Fs``, diagnostics and index engine, paths captured anew, no process state kept."""
+        return Store(
+            self._env,
+            fs=self.fs,
+            clock=clock,
+            diagnostics=self._diagnostics,
+            index_engine=self.index_engine,
+        )
+
     # --- diagnostics, time --------------------------------------------------------------
 
     def diag(self, context: str, message: object) -> None:

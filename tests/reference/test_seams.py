@@ -7,6 +7,7 @@ delegates to take only what they use, so nothing imports back into ``store``.
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 import reference
 from reference.clock import ControlledClock
 from reference.context import StoreContext
+from reference.fs import Fs
 from reference.store import Store
 from tests.conftest import NOW_MS, StoreEnv
 
@@ -73,7 +75,7 @@ def test_serve_and_the_cli_build_their_store_at_the_edge(env: StoreEnv, monkeypa
     from reference.index_engine import PlainEngine
 
     built: list[Store] = []
-    real = serve_module.edge_store
+    from reference.edge import edge_store as real
 
     def recording(*args: object, **kwargs: object) -> Store:
         store = real(*args, **kwargs)  # type: ignore[arg-type]
@@ -89,3 +91,65 @@ def test_serve_and_the_cli_build_their_store_at_the_edge(env: StoreEnv, monkeypa
     assert cli.main(["--agent-dir", env.agent, "list"]) == 0
     assert [type(s.index_engine) for s in built] == [PlainEngine, PlainEngine]
     assert built[1].paths.agent_dir == env.agent
+
+
+class _RecordingFs(Fs):
+    """The real disk, with the name of every call kept."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def lstat(self, path: str) -> os.stat_result:
+        self.calls.append("lstat")
+        return super().lstat(path)
+
+    def stat(self, path: str) -> os.stat_result:
+        self.calls.append("stat")
+        return super().stat(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.calls.append("rename")
+        super().rename(src, dst)
+
+
+def test_s_inv_10_reset_keeps_the_fs_env_diagnostics_and_engine_it_was_built_over(env: StoreEnv) -> None:
+    """S-INV-10: ``reset`` forgets process state, not the seams: an in-process server over a
+    non-default ``Fs`` must not switch to the real disk (or the process's environment)."""
+    from reference.clock import SystemClock
+    from reference.index_view import ViewEngine
+    from reference.serve import Server
+
+    fs, engine = _RecordingFs(), ViewEngine()
+    diags: list[str] = []
+    variables = {**env.sandbox.env(), "PI_CODING_AGENT_DIR": env.agent + "-elsewhere"}
+    server = Server(Store(variables, fs=fs, clock=ControlledClock(NOW_MS), diagnostics=diags.append, index_engine=engine))
+    before = server.store
+    assert server.answer('{"id": 1, "op": "reset"}')[0]["ok"]
+    assert server.store is not before and isinstance(server.store.clock, SystemClock)
+    assert (server.store.fs, server.store.index_engine) == (fs, engine)
+    assert server.store.paths == before.paths and server.store.paths.agent_dir == env.agent + "-elsewhere"
+    fs.calls.clear()
+    answer, _ = server.answer('{"id": 2, "op": "write_memory", "args": {"topic": "A", "content": "x", "summary": "s"}}')
+    assert answer["ok"] and answer["result"] == 'Created memory topic "A" (a.md).'
+    assert "rename" in fs.calls  # published through the injected Fs
+    assert (Path(env.agent + "-elsewhere") / "memory" / "a.md").is_file()
+    assert server.session.store is server.store  # the session and the ops follow the new store
+    assert server.answer('{"id": 3, "op": "memory_dir"}')[0]["result"] == env.agent + "-elsewhere/memory"
+    (Path(env.agent + "-elsewhere") / "memory.jsonc").write_text("{ not json")
+    assert server.answer('{"id": 4, "op": "parse_rules"}')[0]["ok"]
+    assert len(diags) == 1 and "memory.jsonc parse failed" in diags[0]  # the injected channel
+
+
+def test_reset_makes_its_clock_with_the_servers_clock_factory(env: StoreEnv) -> None:
+    from reference.serve import Server
+
+    made: list[ControlledClock] = []
+
+    def new_clock() -> ControlledClock:
+        made.append(ControlledClock(NOW_MS + len(made)))
+        return made[-1]
+
+    server = Server(env.new_store(), new_clock=new_clock)
+    assert server.answer('{"id": 1, "op": "reset"}')[0]["ok"]
+    assert server.store.clock is made[0]
+    assert server.answer('{"id": 2, "op": "advance_clock", "args": {"seconds": 1}}')[0]["ok"]
