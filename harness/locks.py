@@ -6,6 +6,13 @@ implementation's driver, asks for one ``write_memory`` and records the verdict i
 (S-LOCK-2/3/6/7).  EPERM is made for real: as root, the holder runs as an unprivileged user and
 the prober is root without CAP_KILL (so signal 0 fails with EPERM); "vice versa", a full root
 prober probes the same holder (signal 0 succeeds); as a normal user pid 1 is the foreign holder.
+
+Every implementation, the reference included, is driven through the protocol and judged by
+SPEC alone (``spec_verdict``, the oracles' result kinds), so this module imports nothing of
+``reference/`` at its top.  The one exception is ``two_reclaimers_race``, which drives the
+reference's own lock in process through its ``Fs`` seam (the only way to pause a reclaimer
+between its recheck and its unlink); what it returns is judged from the tokens and the file's
+bytes only.
 """
 
 from __future__ import annotations
@@ -21,12 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.fs import Fs
-from reference.lock import try_acquire
-
 from .oracles.kind_model import BUSY, result_kind
 from .peers import DriverError, PeerSpec, start_driver
-from .runner import dead_pid
+from .procs import dead_pid
 from .sandbox import Sandbox
 from .writers import prepare_shared
 
@@ -235,46 +239,48 @@ def run_matrix(
 
 @dataclass
 class RaceResult:
+    """What each reclaimer believed (the token it holds, or None) and what the file holds."""
+
     first_token: str | None
     second_token: str | None
     lock_content: str
 
     @property
     def both_hold(self) -> bool:
+        """Two holders at once: the S-INV-9 (a) weakness, judged from the tokens alone."""
         return self.first_token is not None and self.second_token is not None
-
-
-class _PauseBeforeLockUnlink(Fs):
-    """Stops the first unlink of a ``.lock`` (after the recheck) until released."""
-
-    def __init__(self, reached: threading.Event, go: threading.Event) -> None:
-        self.reached, self.go, self.paused = reached, go, False
-
-    def unlink(self, path: str) -> None:
-        if path.endswith("/.lock") and not self.paused:
-            self.paused = True
-            self.reached.set()
-            self.go.wait()
-        super().unlink(path)
 
 
 def two_reclaimers_race(directory: Path) -> RaceResult:
     """Pause reclaimer A between its recheck and its unlink; let B reclaim; resume A.
 
-    Deterministic through the ``Fs`` seam: A then unlinks B's fresh lock and creates its own,
-    so both believe they hold the lock — the weakness SPEC S-INV-9 (a) documents.
+    Deterministic through the reference's ``Fs`` seam: A then unlinks B's fresh lock and
+    creates its own, so both believe they hold the lock — the weakness SPEC S-INV-9 (a)
+    documents.  This drives ``reference.lock`` in process (hence the imports here, not at the
+    top); peers have no such seam, so the race is shown on the reference only.
     """
     from reference.clock import SystemClock
+    from reference.fs import Fs
+    from reference.lock import try_acquire
 
+    from .faults.doubles import FaultFs
+
+    reached, go = threading.Event(), threading.Event()
+
+    def pause(_path: str) -> None:
+        reached.set()
+        go.wait()
+
+    paused = FaultFs()  # A: stops at its first unlink of a ``.lock`` (after the recheck)
+    paused.hook("unlink", run=pause, match=lambda p: p.endswith("/.lock"))
     directory.mkdir(parents=True, exist_ok=True)
     lock = directory / ".lock"
     stale = time.time() - 30
     lock.write_text(f"{dead_pid()}\t{int(stale * 1000)}\tstale")
     os.utime(lock, (stale, stale))
-    reached, go = threading.Event(), threading.Event()
     clock = SystemClock()
     first: list[str | None] = []
-    a = threading.Thread(target=lambda: first.append(try_acquire(_PauseBeforeLockUnlink(reached, go), clock, str(lock))))
+    a = threading.Thread(target=lambda: first.append(try_acquire(paused, clock, str(lock))))
     a.start()
     reached.wait()
     second = try_acquire(Fs(), clock, str(lock))
