@@ -4,9 +4,10 @@
 compare bytes, so this module keeps each memory directory as text — the index as its list of
 LF-split pieces, topics as frontmatter lines plus body — and applies SPEC's algorithms to it
 (S-WRITE, S-REMOVE, S-PIN, S-IDX maintenance, S-RETIRE, S-MIGRATE carry-over, S-DISP reads).
-It is written from SPEC, not from ``reference/``; only ECMAScript string primitives (slug,
-lowercasing, trimming, UTF-16 cuts, JSON string literals, UTF-8 coding) are shared, since
-those have their own unit tests.  The shadow covers single-process runs with a frozen UTC
+It is written from SPEC, not from ``reference/``; the grammar (index lines, dates, slugs) is
+``harness.oracles.grammar``, and only ECMAScript string primitives (lowercasing, trimming,
+UTF-16 cuts, JSON string literals, UTF-8 coding) are shared, since those have their own
+unit tests.  The shadow covers single-process runs with a frozen UTC
 clock and no lock contention: exactly what the store machine does.
 """
 
@@ -31,11 +32,10 @@ from reference.text import (
     utf16_slice,
 )
 
-from .grammar import Line, date_ms, first_date, parse, safe_filename, to_slug
+from .grammar import DAY_MS, Line, date_ms, first_date, parse, safe_filename, to_slug
+from .spec import INITIAL_INDEX as INITIAL
 
-INITIAL = "# Memory Index\n\n"
 LIMIT = 51200
-DAY_MS = 86_400_000
 RECAP = "last-session-recap.md"
 DEFAULT_FM = ("metadata:", "  node_type: memory")
 BUSY = "Error: memory store is busy (another tool or process holds the lock) — please retry in a moment."
