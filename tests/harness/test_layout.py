@@ -1,0 +1,155 @@
+"""DESIGN.md §5's layout rules, read from the source: who may import whom, and module size.
+
+The rules keep the judge apart from what it judges: an oracle using the reference's parser
+would pass the reference's own defects, and a plain conformance run that loads the strace
+and explorer machinery pays for what it does not use.  Imports are read with ``ast`` (every
+``import`` in the file, function bodies and ``TYPE_CHECKING`` blocks included), relative
+imports resolved against the module's package.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("reference", "harness")
+MAX_LINES = 600
+# Modules allowed over MAX_LINES, each with its reason.  Empty: every module fits.
+LONG_MODULES: dict[str, str] = {}
+# What harness/faults/ may take from reference/: the Fs seam and its errors, the clock, the
+# Store and serve (it replays the reference in process), and the string semantics.
+FAULTS_MAY_IMPORT = frozenset(
+    {"reference.fs", "reference.store", "reference.serve", "reference.clock", "reference.errors", "reference.text"}
+)
+ORACLES_MAY_IMPORT = frozenset({"reference.text"})
+# The strace and explorer machinery a plain conformance run must not load (the old names too).
+HEAVY = (
+    "harness.faults.strace", "harness.faults.explorer", "harness.faults.memfs",
+    "harness.faults.campaigns", "harness.faults.crash", "harness.faults.inject",
+)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the two packages by dotted name (``pkg/__init__.py`` is ``pkg``)."""
+    out: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _base(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` reads from."""
+    if node.level == 0:
+        return node.module or ""
+    package = module.split(".")
+    if modules()[module].name != "__init__.py":
+        package.pop()
+    if node.level > 1:
+        package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+@cache
+def imports(module: str) -> frozenset[str]:
+    """The modules ``module`` imports; ``from pkg import sub`` counts as ``pkg.sub``."""
+    tree = ast.parse(modules()[module].read_text("utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _base(module, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if sub in modules() else base)
+    return frozenset(out)
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _of(package: str) -> list[str]:
+    return [m for m in modules() if _within(m, package)]
+
+
+def test_the_module_map_is_read() -> None:
+    """Guard against a rule passing because it saw nothing."""
+    assert {"reference.text", "harness.oracles.grammar", "harness.runner"} <= set(modules())
+    assert "reference.text" in imports("harness.oracles.grammar")
+    assert "harness.oracles.grammar" in imports("harness.oracles.invariants")
+
+
+def test_reference_imports_nothing_of_the_harness() -> None:
+    bad = {m: sorted(i for i in imports(m) if _within(i, "harness")) for m in _of("reference")}
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_oracles_take_only_string_semantics_from_the_reference() -> None:
+    """DESIGN §5: an oracle never judges with the reference's own parsers, slugs or store."""
+    bad = {
+        m: sorted(i for i in imports(m) if _within(i, "reference") and i not in ORACLES_MAY_IMPORT)
+        for m in _of("harness.oracles")
+    }
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_faults_reach_the_reference_only_through_its_seams() -> None:
+    """DESIGN §5: faults use the Fs seam, Store and serve; no other reference internals."""
+    bad = {
+        m: sorted(i for i in imports(m) if _within(i, "reference") and i not in FAULTS_MAY_IMPORT)
+        for m in _of("harness.faults")
+    }
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_no_module_over_the_line_limit() -> None:
+    long = {}
+    for name, path in modules().items():
+        n = len(path.read_text("utf-8").split("\n")) - 1
+        if n > MAX_LINES and name not in LONG_MODULES:
+            long[name] = n
+    assert long == {}
+    stale = sorted(set(LONG_MODULES) - set(modules()))
+    assert stale == [], "exceptions listed for modules that no longer exist"
+
+
+def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
+    """The runner reaches for ``harness.faults.strace`` only when a scenario carries a fault."""
+    code = (
+        "import harness.cli, harness.runner, harness.commands.conformance, sys; "
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('harness.faults'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert sorted(loaded & set(HEAVY)) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "node", "expected"),
+    [
+        ("harness.oracles.grammar", "from .spec import X", "harness.oracles.spec"),
+        ("harness.oracles.grammar", "from . import spec", "harness.oracles"),
+        ("harness.oracles", "from .grammar import parse", "harness.oracles.grammar"),
+        ("harness.faults.memfs", "from ..scenarios import X", "harness.scenarios"),
+        ("harness.oracles.grammar", "from reference.text import trim", "reference.text"),
+    ],
+)
+def test_relative_imports_resolve(module: str, node: str, expected: str) -> None:
+    stmt = ast.parse(node).body[0]
+    assert isinstance(stmt, ast.ImportFrom)
+    assert _base(module, stmt) == expected
