@@ -4,12 +4,15 @@ with the real JS peers when they are given."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
+from harness.history import History
 from harness.linearize import LINEARIZABLE
 from harness.peers import PeerSpec, configured_peers
-from harness.writers import ADVERSARIAL_TOPICS, generate_script, interop
+from harness.sandbox import Sandbox
+from harness.writers import ADVERSARIAL_TOPICS, generate_script, interop, lost_and_duplicated
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["local", "shared"])
@@ -19,7 +22,8 @@ def test_s_lock_10_eight_reference_writers_lose_nothing(shared: bool) -> None:
     assert not result.errors
     assert result.lost == [] and result.duplicated == []
     assert result.violations == []
-    assert result.verdict is not None and result.verdict.status == LINEARIZABLE, result.verdict.summary()
+    assert result.verdict is not None
+    assert result.verdict.status == LINEARIZABLE, result.verdict.summary()
 
 
 def test_s_write_6_adversarial_topics_stay_linearizable_on_reference() -> None:
@@ -42,3 +46,26 @@ def test_mixed_implementations_on_the_shared_store() -> None:
     result = interop(peers, writers=8, ops=25, shared=True, seed=11)
     assert result.lost == [] and result.violations == []
     assert result.verdict is not None and result.verdict.status == LINEARIZABLE
+
+
+def _append(h: History, proc: str, topic: str, token: str, mode: str | None = None) -> None:
+    args = {"topic": topic, "content": token, "summary": "s", **({"mode": mode} if mode else {})}
+    h.record(proc, "invoke", "write_memory", args)
+    h.record(proc, "ok", "write_memory", args, f'Updated memory topic "{topic}" (x.md).')
+
+
+def test_lost_writes_are_excused_only_by_a_replace_reaching_the_same_file(tmp_path: Path) -> None:
+    """A token may vanish under a replace-mode write to the same slug or case-folded name
+    (S-FMT-8 slugs: ``Alpha Notes!`` and ``alpha notes`` share ``alpha-notes``), never else."""
+    sb = Sandbox.create(tmp_path)
+    sb.local_dir.mkdir(parents=True)
+    (sb.local_dir / "alpha-notes.md").write_text("tok-w1-1\n")
+    (sb.local_dir / "bravo.md").write_text("tok-w0-2\ntok-w0-2\n")
+    h = History()
+    _append(h, "w0", "Alpha Notes!", "tok-w0-0")  # replaced afterwards through the same slug
+    _append(h, "w1", "alpha notes", "tok-w1-1", mode="replace")
+    _append(h, "w0", "Bravo", "tok-w0-2")  # written twice
+    _append(h, "w2", "Charlie", "tok-w2-3")  # nothing can excuse its loss
+    lost, dup = lost_and_duplicated(h, sb, shared=False)
+    assert lost == ["w2: 'Charlie' tok-w2-3"]
+    assert dup == ["w0: 'Bravo' tok-w0-2 ×2"]
