@@ -1,9 +1,10 @@
 """Recording a machine run as a scenario, and writing it as a regression file (DESIGN.md §4).
 
 Each step a machine performs is recorded in scenario form while it runs — protocol ops with
-the results the model (or the reference) expects, file actions with the exact bytes — so the
-final, shrunk failing example is already a scenario when it fails.  Files are validated
-against ``scenarios/scenario.schema.json`` before they are kept.
+the results the machine expects (the shadow's, its own prediction's or the reference's), file
+actions with the exact bytes — so the final, shrunk failing example is already a scenario when
+it fails.  Files are validated against ``scenarios/scenario.schema.json`` before they are kept.
+(The regression's ``model`` field, a schema name, holds the machine's registered name.)
 """
 
 from __future__ import annotations
