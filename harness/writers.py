@@ -3,7 +3,8 @@
 Every writer is a driver process (``python -m reference serve`` or a node driver), so the
 reference and the JS peers write the same store through the same protocol.  Each writer runs
 an op script; every op is recorded in one ``History``; afterwards the store is checked for
-invariants, lost and duplicated updates, and linearizability against the model.
+invariants, lost and duplicated updates, and linearizability against the kind model
+(``store_checker``).  Lost writes are keyed with the SPEC-written slug (``oracles.grammar``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from .history import History
 from .linearize import LinearizabilityVerdict
-from .oracles import kind_model as model
+from .oracles import kind_model
 from .oracles.grammar import to_slug
 from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from .peers import Driver, DriverError, PeerSpec, start_driver
@@ -89,7 +90,7 @@ class InteropResult:
 def _classify(answer_ok: bool, result: Any) -> str:
     if not answer_ok:
         return "info"  # a raised error: the op may have been rolled back or not
-    return "fail" if model.result_kind(result) == model.BUSY else "ok"
+    return "fail" if kind_model.result_kind(result) == kind_model.BUSY else "ok"
 
 
 def prepare_shared(sandbox: Sandbox) -> None:
