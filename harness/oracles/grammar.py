@@ -200,8 +200,79 @@ def strip_jsonc(text: str) -> str:
     return _drop_trailing_commas(_drop_comments(text))
 
 
+_JSON_WS = re.compile("[ \t\n\r]*")  # S-FMT-18: the only whitespace JSON.parse allows
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_LITERALS: Final[dict[str, object]] = {"true": True, "false": False, "null": None}
+_Open = list[object] | dict[str, object]
+
+
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
+
+
+def _skip(text: str, i: int) -> int:
+    return _JSON_WS.match(text, i).end()  # type: ignore[union-attr]  # ``*`` always matches
+
+
+def _json_string(text: str, i: int) -> tuple[str, int]:
+    """The string literal opening at ``i`` (validated by ``json``: it nests nothing)."""
+    end = _string_end(text, i)
+    return str(json.loads(text[i:end])), end
+
+
+def _key(text: str, i: int) -> tuple[str, int]:
+    """An object key and the index after its ``:`` and the whitespace there."""
+    if not text.startswith('"', i):
+        raise ValueError(f"expected a key at {i}")
+    key, i = _json_string(text, i)
+    i = _skip(text, i)
+    if not text.startswith(":", i):
+        raise ValueError(f"expected ':' at {i}")
+    return key, _skip(text, i + 1)
+
+
+def _deep_json(text: str) -> object:
+    """``JSON.parse`` without recursion: V8 parses nesting Python's ``json`` cannot."""
+    open_: list[tuple[_Open, str]] = []
+    i = _skip(text, 0)
+    while True:
+        value: object
+        if text.startswith("[", i) or text.startswith("{", i):
+            container: _Open = [] if text[i] == "[" else {}
+            i = _skip(text, i + 1)
+            if not text.startswith("]" if isinstance(container, list) else "}", i):
+                key, i = ("", i) if isinstance(container, list) else _key(text, i)
+                open_.append((container, key))
+                continue
+            value, i = container, i + 1
+        elif text.startswith('"', i):
+            value, i = _json_string(text, i)
+        elif (m := _NUMBER.match(text, i)) is not None:
+            value, i = float(m.group()), m.end()
+        elif (word := next((w for w in _LITERALS if text.startswith(w, i)), None)) is not None:
+            value, i = _LITERALS[word], i + len(word)
+        else:
+            raise ValueError(f"expected a value at {i}")
+        while True:  # hand the value to the innermost open container, closing as we go
+            i = _skip(text, i)
+            if not open_:
+                if i != len(text):
+                    raise ValueError(f"extra data at {i}")
+                return value
+            top, key = open_[-1]
+            if isinstance(top, list):
+                top.append(value)
+            else:
+                top[key] = value
+            if text.startswith(",", i):
+                i = _skip(text, i + 1)
+                if isinstance(top, dict):
+                    key, i = _key(text, i)
+                    open_[-1] = (top, key)
+                break
+            if not text.startswith("]" if isinstance(top, list) else "}", i):
+                raise ValueError(f"expected ',' or a closer at {i}")
+            value, i = open_.pop()[0], i + 1
 
 
 def config_values(text: str) -> object:
@@ -211,7 +282,8 @@ def config_values(text: str) -> object:
     conformance compares values and key order).  Raises ``ValueError`` where ``JSON.parse``
     would throw (``NaN``/``Infinity`` included).
     """
+    stripped = strip_jsonc(text)
     try:
-        return json.loads(strip_jsonc(text), parse_constant=_no_constant, parse_int=float)
-    except RecursionError as e:
-        raise ValueError("nesting too deep") from e
+        return json.loads(stripped, parse_constant=_no_constant, parse_int=float)
+    except RecursionError:
+        return _deep_json(stripped)

@@ -309,6 +309,43 @@ def test_config_values_match_reference(text: str) -> None:
     assert _oracle_values(text) == _reference_values(text)
 
 
+def _loads(parse: Callable[[str], object], text: str) -> tuple[bool, object]:
+    try:
+        return True, parse(text)
+    except ValueError:
+        return False, None
+
+
+@SETTINGS
+@given(st.one_of(commented_json(), jsonc_text).map(grammar.strip_jsonc))
+@example('{"a": 1, "a": [2, {"b": "\\u00e9\\"x"}], "c": -0.5e-3}')
+@example("[1e400, -0, 01]")
+@example('["\\ud83d", "tab\there"]')
+def test_deep_parser_matches_json(text: str) -> None:
+    """The recursion-free parser answers as ``json`` does wherever ``json`` does not overflow."""
+    fast = _loads(lambda t: json.loads(t, parse_constant=grammar._no_constant, parse_int=float), text)
+    assert _loads(grammar._deep_json, text) == fast
+
+
+def test_config_values_of_deep_nesting() -> None:
+    """Found by comparing with the reference: ``json`` overflows on nesting JSON.parse accepts.
+
+    ``config_values("[" * 5000 + "]" * 5000)`` raised where the reference (V8's parser,
+    S-CFG-6) returns the nested list; the oracle now falls back to a parser without recursion.
+    """
+    def spine(parsed: tuple[bool, object]) -> tuple[bool, int, object]:
+        """Success, depth and innermost value, walked without recursion (== would overflow)."""
+        ok, value, depth = parsed[0], parsed[1], 0
+        while isinstance(value, (list, dict)) and value:
+            value = value[0] if isinstance(value, list) else next(iter(value.values()))
+            depth += 1
+        return ok, depth, value
+
+    for text in ("[" * 5000 + "]" * 5000, '{"a": ' * 3000 + "1" + "}" * 3000, "[" * 5000 + "]" * 4999):
+        assert spine(_oracle_values(text)) == spine(_reference_values(text))
+    assert spine(_oracle_values("[" * 5000 + "]" * 5000)) == (True, 4999, [])
+
+
 def test_spec_examples_of_jsonc() -> None:
     """S-CFG-5 / S-CFG-6 tests, against SPEC alone."""
     assert grammar.config_values('{"u": "https://example.com//x"}') == {"u": "https://example.com//x"}
