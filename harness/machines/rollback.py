@@ -22,9 +22,8 @@ import errno
 import os
 import shutil
 import tempfile
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,11 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from reference.clock import ControlledClock, parse_instant
 from reference.errors import AggregateJsError, NodeError
-from reference.fs import Fs
 from reference.index import INITIAL_MEMORY
 from reference.store import Store
 from reference.text import decode_utf8, encode_utf8
 
+from ..faults.doubles import Call, FaultFs
 from ..oracles.invariants import check_store
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
@@ -49,96 +48,9 @@ INITIAL_BYTES = INITIAL_MEMORY.encode()
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 TOPICS = ("Alpha", "alpha", "Beta", "Gamma Delta", "Zeta One", "Zeta Two")
 LOOKUPS = (*TOPICS, "Zeta", "last-session-recap.md", "missing")
 STORE_DIRS = ("agent/memory", "home/.agents/memory")
-
-
-@dataclass
-class Call:
-    n: int
-    syscall: str
-    path: str | None
-    trace: tuple[str, str, int] | None = None  # (strace syscall, path, nth call on that path)
-
-
-@dataclass
-class FaultFs(Fs):
-    """An ``Fs`` that numbers its mutating calls and fails the armed ones with an errno."""
-
-    calls: list[Call] = field(default_factory=list)
-    faults: dict[int, int] = field(default_factory=dict)
-    fired: list[tuple[Call, int]] = field(default_factory=list)
-    _paths: dict[int, str] = field(default_factory=dict)  # descriptors opened for writing
-    seen: Counter[tuple[str, str]] = field(default_factory=Counter)  # syscalls per path, as strace counts
-
-    def _tick(
-        self, syscall: str, path: str | None, dest: str | None = None, *,
-        traced: tuple[str, str | None] | None = None, after: Callable[[], None] | None = None,
-    ) -> None:
-        trace = None
-        if traced is not None and traced[1] is not None:
-            key = (traced[0], traced[1])
-            self.seen[key] += 1
-            trace = (*key, self.seen[key])
-        call = Call(len(self.calls) + 1, syscall, path, trace)
-        self.calls.append(call)
-        err = self.faults.get(call.n)
-        if err is None:
-            return
-        self.fired.append((call, err))
-        if after is not None:
-            after()  # a failing close still releases the descriptor (Linux)
-        raise NodeError(err, syscall, None if syscall in ("write", "fsync", "close") else path, dest)
-
-    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
-        if not flags & _WRITE_FLAGS:
-            self.seen[("openat", path)] += 1
-            return super().open(path, flags, mode)
-        self._tick("open", path, traced=("openat", path))
-        fd = super().open(path, flags, mode)
-        self._paths[fd] = path
-        return fd
-
-    def write(self, fd: int, data: bytes) -> int:
-        self._tick("write", self._paths.get(fd), traced=("write", self._paths.get(fd)))
-        return super().write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        self._tick("fsync", self._paths.get(fd), traced=("fsync", self._paths.get(fd)))
-        super().fsync(fd)
-
-    def close(self, fd: int) -> None:
-        path = self._paths.pop(fd, None)
-        if path is None:
-            return super().close(fd)
-        done = False
-
-        def really_close() -> None:
-            nonlocal done
-            done = True
-            Fs.close(self, fd)
-
-        self._tick("close", path, after=really_close)
-        if not done:
-            super().close(fd)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._tick("rename", src, dst, traced=("rename", dst))
-        super().rename(src, dst)
-
-    def link(self, src: str, dst: str) -> None:
-        self._tick("link", src, dst, traced=("link", dst))
-        super().link(src, dst)
-
-    def unlink(self, path: str) -> None:
-        self._tick("unlink", path, traced=("unlink", path))
-        super().unlink(path)
-
-    def mkdir(self, path: str) -> None:
-        self._tick("mkdir", path)
-        super().mkdir(path)
 
 
 def _is_temp(rel: str) -> bool:
@@ -266,16 +178,19 @@ class RollbackMachine(Machine):
             twin_after = snapshot(twin.root)
         finally:
             shutil.rmtree(twin_root, ignore_errors=True)
-        if not counting.calls:
+        mutating = counting.mutating()
+        if not mutating:
             plain = call(self.store)
             self.recorder.step(op, args, result=plain)
             assert plain == twin_result
             return self.executed(op, "no mutating call", ran=False)
-        k = data.draw(st.integers(1, len(counting.calls)), label="fault at call")
+        k = data.draw(st.integers(1, len(mutating)), label="fault at call")
         err = data.draw(st.sampled_from(ERRNOS), label="errno")
         second = data.draw(st.one_of(st.none(), st.integers(1, 6)), label="second fault after")
         self.fs.calls, self.fs.fired = [], []
-        self.fs.faults = {k: err} if second is None else {k: err, k + second: errno.EIO}
+        self.fs.fail(nth=k, err=err, mutating=True)
+        if second is not None:
+            self.fs.fail(nth=k + second, err=errno.EIO, mutating=True)
         raised: Exception | None = None
         result: object = None
         try:
@@ -283,9 +198,9 @@ class RollbackMachine(Machine):
         except Exception as e:
             raised = e
         finally:
-            self.fs.faults = {}
+            self.fs.faults = []
         fired = list(self.fs.fired)
-        fault = f"{counting.calls[k - 1].syscall} #{k} {errno.errorcode[err]}"
+        fault = f"{mutating[k - 1].name} #{k} {errno.errorcode[err]}"
         self.recorder.syscall = fault
         step = self.recorder.step(op, args)
         step["note"] = f"fault injected: {fault}" + (f", then EIO {second} calls later" if second else "")
@@ -416,11 +331,11 @@ class _Context:
             p.endswith("/.lock")
             and got is not None
             and got.startswith(self.own_pid)
-            and any(c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls)
+            and any(c.name == "unlink" and (c.path or "").endswith("/.lock") for c in calls)
         ):
             return "S-LOCK-5 release (or A-13 cleanup) unlink failed, lock left"
         if p.endswith("/.lock") and got == b"" and any(
-            c.syscall == "unlink" and (c.path or "").endswith("/.lock") for c in calls
+            c.name == "unlink" and (c.path or "").endswith("/.lock") for c in calls
         ):
             return "A-13 cleanup failed: empty lock (S-LOCK-3, 60 s)"
         if (
@@ -430,7 +345,7 @@ class _Context:
         ):
             return "S-INV-8.3 tombstone before index"
         if got is not None and got == self.twin.get(p) and any(
-            c.syscall == "unlink" and f"/{p}.tmp-" in (c.path or "") for c in calls
+            c.name == "unlink" and f"/{p}.tmp-" in (c.path or "") for c in calls
         ):
             # S-IO-4 step 6: the rename published the file, then unlinking the (gone)
             # temporary failed with something other than ENOENT and the error propagated
@@ -460,7 +375,7 @@ class _Context:
             why = self.allowance(p)
             if why is None:
                 raise AssertionError(
-                    f"{self.op} with fault(s) {[(c.syscall, c.n, c.path) for c, _ in self.fired]}: "
+                    f"{self.op} with fault(s) {[(c.name, c.path) for c, _ in self.fired]}: "
                     f"{p} is {self.after.get(p)!r}, expected {expected.get(p)!r}"
                 )
             labels.add(why)
