@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .oracles.kind_model import BUSY, result_kind
+from .oracles.spec import LOCK_NAME
 from .peers import DriverError, PeerSpec, start_driver
 from .procs import dead_pid
 from .sandbox import Sandbox
@@ -172,7 +173,7 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
             finally:
                 probe.close()
             directory.mkdir(parents=True, exist_ok=True)
-            lock = directory / ".lock"
+            lock = directory / LOCK_NAME
             if lock.exists() or lock.is_symlink():
                 lock.unlink()
             _plant(lock, cell, pid, sb.root / "outside-target")
@@ -272,9 +273,9 @@ def two_reclaimers_race(directory: Path) -> RaceResult:
         go.wait()
 
     paused = FaultFs()  # A: stops at its first unlink of a ``.lock`` (after the recheck)
-    paused.hook("unlink", run=pause, match=lambda p: p.endswith("/.lock"))
+    paused.hook("unlink", run=pause, match=lambda p: p.endswith("/" + LOCK_NAME))
     directory.mkdir(parents=True, exist_ok=True)
-    lock = directory / ".lock"
+    lock = directory / LOCK_NAME
     stale = time.time() - 30
     lock.write_text(f"{dead_pid()}\t{int(stale * 1000)}\tstale")
     os.utime(lock, (stale, stale))

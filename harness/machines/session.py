@@ -32,7 +32,8 @@ from reference.session import (
 )
 from reference.store import Store
 
-from ..oracles.shadow import INITIAL, stamp
+from ..oracles.shadow import stamp
+from ..oracles.spec import INITIAL_INDEX
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from .base import Machine, guarded
@@ -187,7 +188,7 @@ class SessionMachine(Machine):
         index = self.root / "agent/memory/MEMORY.md"
         if recap:
             index.parent.mkdir(parents=True, exist_ok=True)
-            old = index.read_bytes() if index.exists() else INITIAL.encode()
+            old = index.read_bytes() if index.exists() else INITIAL_INDEX.encode()
             data = old + RECAP_LINE.encode()
             index.write_bytes(data)
             self.recorder.put_file("agent/memory/MEMORY.md", data)
@@ -213,7 +214,7 @@ class SessionMachine(Machine):
             self._hook("before_agent_start", event, None, [])
             return self.executed("before_agent_start", "not injected")
         index = self.root / "agent/memory/MEMORY.md"
-        content = index.read_bytes().decode("utf-8", "replace") if index.exists() else INITIAL
+        content = index.read_bytes().decode("utf-8", "replace") if index.exists() else INITIAL_INDEX
         self.injected = True
         extra = GLOBAL_MEMORY_HEADER + str(self.sandbox.local_dir) + "\n\n" + content
         if self.config.rules_md():
