@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .validation import first_error
+
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
 DEFAULT_TIMEOUT = 10.0
@@ -245,19 +247,10 @@ class Driver:
         self.close()
 
 
-_VALIDATOR: Any = None
-
-
 def _validate(message: object, what: str) -> None:
-    global _VALIDATOR
-    if _VALIDATOR is None:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
-        _VALIDATOR = Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
-    errors = sorted(_VALIDATOR.iter_errors(message), key=lambda e: e.json_path)
-    if errors:
-        e = errors[0]
-        raise DriverError(f"protocol violation in {what} at {e.json_path}: {e.message}")
+    error = first_error(SCHEMA_PATH, message)
+    if error is not None:
+        raise DriverError(f"protocol violation in {what} at {error[0]}: {error[1]}")
 
 
 def start_driver(
