@@ -1,7 +1,8 @@
-"""Scenario files: load, validate against the schema, select, substitute (DESIGN.md §4).
+"""Scenario files: load, validate against the schema, type, select, substitute (DESIGN.md §4).
 
-A scenario is language-neutral JSON; this module only reads and checks it.  Running one is
-``runner.py``'s job.
+A scenario is language-neutral JSON; this module reads and checks it once, into frozen
+``Scenario`` / ``Step`` / ``Expect`` values that the runner and the oracles consume, so no
+other module walks the raw JSON.  Running one is ``runner.py``'s job.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import base64
 import fnmatch
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from .validation import first_error
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS_DIR = ROOT / "scenarios"
@@ -20,6 +24,11 @@ SCHEMA_PATH = SCENARIOS_DIR / "scenario.schema.json"
 DEFAULT_NOW = "2026-08-07T01:02:50Z"
 DEFAULT_TZ = "UTC"
 _PLACEHOLDER = re.compile(r"\$\{(AGENT|HOME|LOCAL|SHARED|ROOT|PID)\}")
+# Step ops the harness performs on the sandbox itself; every other op goes to the driver.
+FILE_ACTIONS = frozenset(
+    {"put_file", "delete_file", "mkfifo", "mkdir", "symlink", "plant_lock", "advance_clock", "chmod"}
+)
+Content = str | dict[str, str]  # file content: UTF-8 text, or {"base64": ...}
 
 
 class ScenarioError(Exception):
@@ -31,53 +40,194 @@ class ScenarioError(Exception):
 
 
 @dataclass(frozen=True)
+class Clock:
+    """The clock a scenario runs under: an instant, a zone, and frozen or moving."""
+
+    now: str = DEFAULT_NOW
+    tz: str = DEFAULT_TZ
+    mode: str = "frozen"  # frozen | offset
+
+    @property
+    def now_ms(self) -> int:
+        return instant_ms(self.now)
+
+
+@dataclass(frozen=True)
+class ErrorExpect:
+    """What an error answer must carry; ``code`` may be expected to be null (``has_code``)."""
+
+    kind: str | None = None
+    code: str | None = None
+    has_code: bool = False
+    message: str | None = None
+    message_matches: str | None = None
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A step's expectation; ``result`` may be expected to be null (``has_result``)."""
+
+    result: Any = None
+    has_result: bool = False
+    result_matches: str | None = None
+    result_contains: tuple[str, ...] = ()
+    result_excludes: tuple[str, ...] = ()
+    error: ErrorExpect | None = None
+    stderr_contains: tuple[str, ...] = ()
+    max_seconds: float | None = None
+    min_seconds: float | None = None
+
+    @property
+    def wants_result(self) -> bool:
+        """Some expectation is about the result, so an error answer is a failure."""
+        return bool(
+            self.has_result or self.result_matches is not None or self.result_contains or self.result_excludes
+        )
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request to the driver, or one file action the harness performs itself."""
+
+    op: str
+    args: dict[str, Any] = field(default_factory=dict)
+    expect: Expect = Expect()
+    worker: str | None = None
+    timeout: float | None = None  # this step's own per-op timeout (s)
+    note: str = ""
+
+    @property
+    def is_file_action(self) -> bool:
+        return self.op in FILE_ACTIONS
+
+
+@dataclass(frozen=True)
+class Given:
+    """The sandbox before the first step."""
+
+    files: dict[str, Content] = field(default_factory=dict)
+    fifos: tuple[str, ...] = ()
+    dirs: tuple[str, ...] = ()
+    symlinks: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Then:
+    """The sandbox after the last step; ``invariants`` is ``"all"`` or check names."""
+
+    files: dict[str, Content] = field(default_factory=dict)
+    matches: dict[str, str] = field(default_factory=dict)
+    absent: tuple[str, ...] = ()
+    present: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    modes: dict[str, str] = field(default_factory=dict)
+    invariants: str | tuple[str, ...] | None = None
+    no_other_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Scenario:
+    """A scenario file, typed.  ``data`` keeps the JSON as read, for exporters and tools.
+
+    Build one with ``load_file`` (schema-checked) or ``Scenario.from_data``; ``bind`` fills
+    in placeholders.
+    """
+
     id: str
     clauses: tuple[str, ...]
     data: dict[str, Any]
     path: Path
+    clock: Clock
+    steps: tuple[Step, ...]
+    given: Given
+    then: Then
+    env: dict[str, str]
+    fresh_process: bool
+    faults: tuple[dict[str, Any], ...]  # ``regression.inject``: syscall faults under strace
+    placeholders: frozenset[str]  # the placeholder names used anywhere in the file
 
-    @property
-    def steps(self) -> list[dict[str, Any]]:
-        return list(self.data["steps"])
+    @classmethod
+    def from_data(cls, data: dict[str, Any], path: Path) -> Scenario:
+        """The typed form of a scenario's JSON, assumed valid against the schema."""
+        given, then = data.get("given", {}), data.get("then", {})
+        inject = data.get("regression", {}).get("inject")
+        faults = [inject] if isinstance(inject, dict) else inject if isinstance(inject, list) else []
+        invariants = then.get("invariants")
+        return cls(
+            id=data["id"],
+            clauses=tuple(data["clauses"]),
+            data=data,
+            path=path,
+            clock=Clock(**data.get("clock", {})),
+            steps=tuple(_step(s) for s in data["steps"]),
+            given=Given(
+                dict(given.get("files", {})), tuple(given.get("fifos", ())), tuple(given.get("dirs", ())),
+                dict(given.get("symlinks", {})),
+            ),
+            then=Then(
+                dict(then.get("files", {})), dict(then.get("matches", {})), tuple(then.get("absent", ())),
+                tuple(then.get("present", ())), tuple(then.get("unchanged", ())), dict(then.get("modes", {})),
+                invariants if invariants is None or isinstance(invariants, str) else tuple(invariants),
+                tuple(then.get("no_other_files", ())),
+            ),
+            env=dict(data.get("env", {})),
+            fresh_process=bool(data.get("fresh_process")),
+            faults=tuple(f for f in faults if isinstance(f, dict)) if all(isinstance(f, dict) for f in faults) else (),
+            placeholders=frozenset(_PLACEHOLDER.findall(json.dumps(data))),
+        )
 
-    @property
-    def clock(self) -> dict[str, Any]:
-        return {"now": DEFAULT_NOW, "tz": DEFAULT_TZ, "mode": "frozen", **self.data.get("clock", {})}
+    def bind(self, names: dict[str, str]) -> Scenario:
+        """This scenario with the placeholders ``names`` gives filled in (others stay)."""
+        if not self.placeholders & names.keys():
+            return self
+        return Scenario.from_data(substitute(self.data, names), self.path)
 
     @property
     def needs_fresh_process(self) -> bool:
-        return bool(self.data.get("fresh_process") or self.data.get("env"))
+        return self.fresh_process or bool(self.env)
 
     @property
-    def workers(self) -> set[str]:
-        return {s["worker"] for s in self.steps if "worker" in s}
+    def driver_ops(self) -> set[str]:
+        """The ops the driver must offer (file actions are the harness's own)."""
+        return {s.op for s in self.steps if not s.is_file_action}
 
 
-_validator: Any = None
+def _step(data: dict[str, Any]) -> Step:
+    e = data.get("expect", {})
+    err = e.get("error")
+    error = None
+    if err is not None:
+        error = ErrorExpect(
+            err.get("kind"), err.get("code"), "code" in err, err.get("message"), err.get("message_matches")
+        )
+    expect = Expect(
+        e.get("result"), "result" in e, e.get("result_matches"), tuple(e.get("result_contains", ())),
+        tuple(e.get("result_excludes", ())), error, tuple(e.get("stderr_contains", ())),
+        e.get("max_seconds"), e.get("min_seconds"),
+    )
+    return Step(data["op"], dict(data.get("args", {})), expect, data.get("worker"), data.get("timeout"), data.get("note", ""))
 
 
-def _schema_validator() -> Any:
-    global _validator
-    if _validator is None:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
-        _validator = Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
-    return _validator
+def instant_ms(text: str) -> int:
+    """Epoch ms of an ISO-8601 instant (``Z`` or an offset; none means UTC)."""
+    stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return round(stamp.timestamp() * 1000)
 
 
 def load_file(path: Path) -> Scenario:
+    """Read, schema-check and type one scenario file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise ScenarioError(path, "$", f"not UTF-8: {e}") from None
     except json.JSONDecodeError as e:
         raise ScenarioError(path, "$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    errors = sorted(_schema_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        best = errors[0]
-        raise ScenarioError(path, best.json_path, best.message)
-    return Scenario(data["id"], tuple(data["clauses"]), data, path)
+    error = first_error(SCHEMA_PATH, data)
+    if error is not None:
+        raise ScenarioError(path, *error)
+    return Scenario.from_data(data, path)
 
 
 def discover(

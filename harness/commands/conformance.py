@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 from .. import deviations, report
+from ..differential import run_differential
+from ..oracles.expect import Failure
 from ..peers import PeerSpec
-from ..runner import Failure, Outcome, run_all, run_differential
+from ..runner import Outcome, run_all
 from ..scenarios import SCENARIOS_DIR, Scenario, discover
 from .common import add_impl_arguments
 

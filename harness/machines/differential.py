@@ -4,7 +4,7 @@ Two drivers (``python -m reference serve`` and the peer's), two sandboxes, one s
 operations and file actions.  After every step the answers and the two sandboxes must agree:
 results exactly and errors by kind and code, files byte for byte — after replacing each
 sandbox's root by placeholders, treating lock and temporary names as volatile and comparing
-``memory.jsonc`` by parsed value (``runner.normalise_files``).  The peer is
+``memory.jsonc`` by parsed value (``oracles.expect.normalise_files``).  The peer is
 ``MEMCONFORM_PI_CORE`` (or whatever ``configure_peer`` was given); without one the machine
 is not run.  A failure exports the steps with the reference's answers as expectations, so
 ``memconform replay`` passes on the reference and fails on the peer.
@@ -24,9 +24,9 @@ from hypothesis.stateful import initialize, invariant, rule
 
 from reference.clock import parse_instant
 
+from ..oracles.expect import normalise_files
 from ..oracles.grammar import parse
 from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
-from ..runner import normalise_files
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S

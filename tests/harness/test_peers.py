@@ -20,7 +20,7 @@ node_missing = pytest.mark.skipif(
 
 def scenario(sid: str, steps: list[dict[str, object]]) -> Scenario:
     data = {"id": sid, "clauses": ["S-WRITE-1"], "steps": steps}
-    return Scenario(sid, ("S-WRITE-1",), data, Path(f"/virtual/{sid}.json"))
+    return Scenario.from_data(data, Path(f"/virtual/{sid}.json"))
 
 
 @pytest.fixture
