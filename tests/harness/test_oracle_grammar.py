@@ -14,10 +14,14 @@ example database, the reproduction blob printed on failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from harness.machines.profiles import PROFILES, profile, profile_name
@@ -357,3 +361,99 @@ def test_spec_examples_of_jsonc() -> None:
         with pytest.raises(ValueError):
             grammar.config_values(bad)
     assert grammar.config_values('{"a": 12345678901234567890}') == {"a": 12345678901234567000.0}
+
+
+# --- the JS core itself, when given (MEMCONFORM_PI_CORE) -------------------------------------
+
+_NODE_LOOP = r"""
+import readline from 'node:readline';
+const core = await import(process.argv[1]);
+const answer = ({fn, arg}) => fn === 'slug' ? core.toSlug(arg)
+  : fn === 'line' ? core.parseIndexLine(arg)
+  : (t => Number.isNaN(t) ? null : t)(new Date(arg).getTime());
+for await (const line of readline.createInterface({input: process.stdin})) {
+  process.stdout.write(JSON.stringify(answer(JSON.parse(line)) ?? null) + '\n');
+}
+"""
+
+
+class JsCore:
+    """One node process answering ``toSlug``, ``parseIndexLine`` and ``new Date`` per line."""
+
+    def __init__(self, core: str, home: Path) -> None:
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
+               "PI_CODING_AGENT_DIR": str(home / "agent"), "PI_SHARED_MEMORY_HOME": str(home), "TZ": "UTC"}
+        self.proc = subprocess.Popen(
+            ["node", "--input-type=module", "-e", _NODE_LOOP, Path(core).resolve().as_uri()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8",
+        )
+
+    def ask(self, fn: str, arg: str) -> object:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"fn": fn, "arg": arg}) + "\n")  # ASCII: no line breaks
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+
+@pytest.fixture(scope="module")
+def js_core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JsCore]:
+    core = os.environ.get("MEMCONFORM_PI_CORE")
+    if not core or shutil.which("node") is None:
+        pytest.skip("no peer: set MEMCONFORM_PI_CORE=<memory-core.mjs> to hold the grammar to the JS core")
+    js = JsCore(core, tmp_path_factory.mktemp("js-core-home"))
+    yield js
+    js.proc.kill()
+    js.proc.wait()
+
+
+@SETTINGS
+@given(st.one_of(entry_like(), odd_text, topics))
+@example("\ufeff- [A](a.md) x")
+@example("- [A](a.md) -- s\u2028tail")
+def test_grammar_matches_the_js_core(js_core: JsCore, text: str) -> None:
+    """Truth for both sides: the JS core's own parseIndexLine/toSlug and ECMAScript Date."""
+    assert grammar.to_slug(text) == js_core.ask("slug", text)
+    p = grammar.parse(text)
+    expected = None if p is None else {k: getattr(p, k) for k in ("prefix", "name", "mid", "filename", "rest")}
+    assert expected == js_core.ask("line", text)
+
+
+@SETTINGS
+@given(stamps())
+@example("2026-02-30")
+@example("0000-01-01")
+@example("2026-01-01T24:00:00+00:00")
+@example("2026-01-01T24:00:01+00:00")
+@example("2026-01-01T12:00:00+24:00")
+def test_date_ms_matches_ecmascript_date(js_core: JsCore, stamp: str) -> None:
+    assume(not _v8_legacy_date(stamp))
+    assert grammar.date_ms(stamp) == js_core.ask("date", stamp)
+
+
+def _v8_legacy_date(stamp: str) -> bool:
+    """A date-only stamp V8 rescues with its legacy parser after the ISO form fails (see below)."""
+    if len(stamp) != 10:
+        return False
+    year, month, day = int(stamp[0:4]), int(stamp[5:7]), int(stamp[8:10])
+    iso_valid = 1 <= month <= 12 and 1 <= day <= 31
+    return not iso_valid and 1 <= year <= 12 and 1 <= month <= 31
+
+
+@pytest.mark.parametrize(
+    ("stamp", "v8"),
+    [("0001-01-00", "2000-01-01"), ("0001-13-01", "2001-01-13"), ("0012-12-40", "2040-12-12"),
+     ("0002-30-01", "2001-03-02"), ("0001-01-50", "1950-01-01")],
+)
+def test_v8_legacy_date_fallback_is_outside_spec(js_core: JsCore, stamp: str, v8: str) -> None:
+    """Found against the JS core: a difference of SPEC (S-FMT-11) and V8, not of the oracle.
+
+    S-FMT-11 makes a stamp with month ∉ 01–12 or day ∉ 01–31 invalid, and the reference and
+    this oracle follow it.  V8's ``new Date`` (which the JS core's stale check uses) falls back
+    to its legacy parser when the ISO form fails: ``YYYY-MM-DD`` with YYYY 0001–0012 and
+    MM 01–31 is then read as month YYYY, day MM, two-digit year DD (00–49 → 20DD, 50–99 →
+    19DD), with roll-over; the long form stays invalid.  So `- [T](t.md) 0001-13-01 -- x` is
+    stale-flagged by the JS core (2001-01-13) and healed by SPEC.  Exhaustive over YYYY 0001–0012
+    × MM 00–99 × DD 00–99, that rule and V8 agree on every stamp.
+    """
+    assert grammar.date_ms(stamp) is None
+    assert js_core.ask("date", stamp) == grammar.date_ms(v8)
