@@ -70,12 +70,12 @@ def case_from_scenario(path: Path) -> OpCase:
     """A scenario as an op case: its ``given`` files and its last step (other steps must be
     file actions or absent); what the op may change is taken from the scenario's intent."""
     sc = load_file(path)
-    steps = [s for s in sc.steps if s["op"] not in ("put_file", "delete_file", "advance_clock")]
+    steps = [s for s in sc.steps if s.op not in ("put_file", "delete_file", "advance_clock")]
     if len(steps) != 1:
         raise SystemExit(f"{path}: crash needs exactly one operation step, found {len(steps)}")
     step = steps[-1]
     given = {rel: content_bytes(c).decode("utf-8", "replace") for rel, c in sc.data.get("given", {}).get("files", {}).items()}
-    op, args = step["op"], dict(step.get("args", {}))
+    op, args = step.op, dict(step.args)
     kind = {"write_memory": "write", "remove_memory": "remove", "pin_memory": "pin", "retire_recaps": "retire",
             "memory_dir": "carry-over", "parse_rules": "config"}.get(op, "handoff" if "handoff" in op else op)
     topic = str(args.get("topic", ""))
