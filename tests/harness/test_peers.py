@@ -127,3 +127,106 @@ def test_schema_error_names_file_and_json_path(tmp_path: Path) -> None:
         load_file(bad)
     assert info.value.path == str(bad)
     assert info.value.json_path == "$.steps[0].op"
+
+
+# --- the node drivers over stand-in modules (the shared protocol.mjs, without the real peers) --
+
+FAKE_CORE = """
+let writes = 0;
+export function executeWriteMemory(args) {
+  writes += 1;
+  console.log('a core that logs must not corrupt the protocol');
+  return `${args.topic} #${writes} at ${new Date().toISOString()} (${Date.now()})`;
+}
+export function executeRemoveMemory() {
+  const err = new Error('disk full');
+  err.code = 'ENOSPC';
+  throw err;
+}
+export function toSlug(topic) { return topic.toLowerCase(); }
+"""
+
+FAKE_PLUGIN = """
+export default async function () {
+  return {
+    tool: { write_memory: { execute: async args => `wrote ${args.topic} at ${Date.now()}` } },
+    'tool.execute.after': async () => { console.log('after'); },
+  };
+}
+"""
+
+FAKE_SHARED = """
+export const readMemoryRules = () => '{}';
+export const parseRules = () => ({ mode: 'local' });
+export const maybeCarryOverToSharedDir = async () => {};
+export const getMemoryDir = () => '/stand-in/memory';
+"""
+
+NOW = "2026-08-07T01:02:50.000Z"
+NOW_MS = 1786064570000
+
+
+@node_missing
+def test_pi_driver_over_a_stand_in_core(tmp_path: Path) -> None:
+    core = tmp_path / "memory-core.mjs"
+    core.write_text(FAKE_CORE)
+    env = {"PATH": __import__("os").environ["PATH"]}
+    with start_driver(PeerSpec("pi", str(core)), env, validate=True) as d:
+        assert d.hello["impl"] == "openpi-memory"
+        assert {"write_memory", "remove_memory", "to_slug", "set_clock", "reset"} <= d.ops
+        assert "search" not in d.ops  # the core lacks searchMemory
+        assert d.call("set_clock", {"now": NOW, "mode": "frozen", "tz": "UTC"}).ok
+        first = d.call("write_memory", {"topic": "t"})
+        assert first.ok and first.result == f"t #1 at {NOW} ({NOW_MS})"
+        failed = d.call("remove_memory", {"topic": "t"})
+        assert failed.error == {"kind": "Error", "message": "disk full", "code": "ENOSPC"}
+        unsupported = d.call("search", {"query": "x"})
+        assert unsupported.error is not None and unsupported.error["kind"] == "unsupported"
+        assert "searchMemory" in unsupported.error["message"]
+        unknown = d.call("no_such_op")
+        assert unknown.error == {"kind": "unsupported", "message": 'unsupported op: "no_such_op"'}
+        bad_clock = d.call("set_clock", {"now": "yesterday", "mode": "frozen"})
+        assert bad_clock.error is not None and bad_clock.error["kind"] == "TypeError"
+        assert d.call("reset").ok  # a fresh module instance: its state starts anew
+        assert d.call("set_clock", {"now": NOW, "mode": "offset"}).ok
+        again = d.call("write_memory", {"topic": "t"})
+        assert isinstance(again.result, str) and again.result.startswith("t #1 at 2026-08-07T01:02:5")
+        assert "must not corrupt" in d.stderr()
+
+
+@node_missing
+def test_opencode_driver_over_a_stand_in_plugin(tmp_path: Path) -> None:
+    plugin = tmp_path / "ocl-memory.mjs"
+    plugin.write_text(FAKE_PLUGIN)
+    (tmp_path / "ocl-memory-shared.mjs").write_text(FAKE_SHARED)
+    env = {"PATH": __import__("os").environ["PATH"]}
+    with start_driver(PeerSpec("opencode", str(plugin)), env, validate=True) as d:
+        assert d.hello["impl"] == "openclaude-memory" and "reset" not in d.ops
+        assert d.call("set_clock", {"now": NOW, "mode": "frozen", "tz": "UTC"}).ok
+        assert d.call("write_memory", {"topic": "t"}).result == f"wrote t at {NOW_MS}"
+        assert d.call("memory_dir").result == "/stand-in/memory"
+        retire = d.call("retire_recaps")
+        assert retire.error == {
+            "kind": "unsupported",
+            "message": 'unsupported op "retire_recaps": the plugin has no recap retirement',
+        }
+        assert "after" in d.stderr()
+
+
+def test_a_plain_conformance_run_loads_no_fault_machinery() -> None:
+    """DESIGN.md §5: strace and the explorer are imported only for a faulted scenario."""
+    code = (
+        "import sys\n"
+        "from harness.commands import conformance\n"
+        "from harness.peers import PeerSpec\n"
+        "from harness.runner import run_all\n"
+        "from harness.scenarios import discover\n"
+        "outcomes = run_all(PeerSpec('python'), discover(run=['write/*'])[:3])\n"
+        "assert [o.status for o in outcomes] == ['pass'] * 3, outcomes\n"
+        "print(sorted(m for m in sys.modules if m.startswith('harness.faults')))\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
