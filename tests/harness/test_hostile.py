@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from harness.faults.crash import NOW
+from harness.faults import NOW
 from harness.peers import (
     ENV_OPENCODE,
     ENV_PI,
