@@ -46,7 +46,7 @@ def run_differential(
                 if on_result is not None:
                     on_result(sc, [])
                 continue
-            diffs = diff_outcomes(oa, ob, wa.names(), wb.names())
+            diffs = diff_outcomes(oa, ob, wa.sandbox.placeholders(), wb.sandbox.placeholders())
             for o, label in ((oa, a.name), (ob, b.name)):
                 if o.status == "error":
                     diffs.append(Failure(f"driver {label}", "runs", o.reason))

@@ -24,7 +24,7 @@ from .oracles.expect import Failure, check_answer, check_then
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .procs import dead_pid
 from .sandbox import Sandbox, snapshot
-from .scenarios import Scenario
+from .scenarios import Scenario, iso_instant
 
 __all__ = ["Failure", "Outcome", "Worker", "dead_pid", "run_all"]  # dead_pid: until locks.py imports procs
 
@@ -78,17 +78,6 @@ class Worker:
 
     # --- driver lifecycle --------------------------------------------------------------
 
-    def names(self) -> dict[str, str]:
-        """The sandbox placeholders (``${PID}`` is the driver's, bound once it runs)."""
-        sb = self.sandbox
-        return {
-            "AGENT": str(sb.agent_dir),
-            "HOME": str(sb.home),
-            "LOCAL": str(sb.local_dir),
-            "SHARED": str(sb.shared_dir),
-            "ROOT": str(sb.root),
-        }
-
     def _start(self, env_overrides: dict[str, str] | None = None, wrapper: list[str] | None = None) -> Driver:
         env = self.sandbox.env()
         if env_overrides:
@@ -130,9 +119,7 @@ class Worker:
 
     def _set_clock(self, driver: Driver, now_ms: int, tz: str, mode: str) -> None:
         self.clock_ms, self.clock_mode, self.clock_started = now_ms, mode, time.monotonic()
-        iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now_ms // 1000))
-        iso += f".{now_ms % 1000:03d}Z"
-        answer = driver.call("set_clock", {"now": iso, "mode": mode, "tz": tz})
+        answer = driver.call("set_clock", {"now": iso_instant(now_ms), "mode": mode, "tz": tz})
         if not answer.ok:
             raise DriverError(f"set_clock refused: {answer.error}")
 
@@ -167,7 +154,7 @@ class Worker:
                 outcome.status, outcome.reason = "skip", why
                 return outcome
             actions.wipe(self.sandbox)
-            sc = scenario.bind(self.names())
+            sc = scenario.bind(self.sandbox.placeholders())
             actions.place_given(self.sandbox, sc.given)
             before = snapshot(self.sandbox.root)
             driver, is_fresh = self._driver_for(sc)

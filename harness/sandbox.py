@@ -60,6 +60,17 @@ class Sandbox:
         )
         return env
 
+    def placeholders(self) -> dict[str, str]:
+        """What a scenario's ``${AGENT}`` … ``${ROOT}`` stand for here, deeper roots first
+        (so a normalised path names its nearest root); ``${PID}`` is the driver's."""
+        return {
+            "AGENT": str(self.agent_dir),
+            "HOME": str(self.home),
+            "LOCAL": str(self.local_dir),
+            "SHARED": str(self.shared_dir),
+            "ROOT": str(self.root),
+        }
+
     def path(self, rel: str) -> Path:
         return self.root / rel
 

@@ -11,6 +11,7 @@ import base64
 import fnmatch
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -214,6 +215,11 @@ def instant_ms(text: str) -> int:
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return round(stamp.timestamp() * 1000)
+
+
+def iso_instant(ms: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` of epoch ms: the instant ``set_clock`` is sent."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def load_file(path: Path) -> Scenario:

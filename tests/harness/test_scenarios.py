@@ -16,6 +16,7 @@ from harness.scenarios import (
     Scenario,
     discover,
     instant_ms,
+    iso_instant,
     load_file,
 )
 from reference.clock import parse_instant
@@ -88,6 +89,7 @@ def test_file_actions_of_the_corpus_are_known() -> None:
 )
 def test_instants_read_as_the_reference_reads_them(text: str) -> None:
     assert instant_ms(text) == parse_instant(text)
+    assert instant_ms(iso_instant(instant_ms(text))) == instant_ms(text)
 
 
 def test_load_file_types_what_it_validated(tmp_path: Path) -> None:
