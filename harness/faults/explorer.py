@@ -35,7 +35,7 @@ from ..sandbox import SNAPSHOT_DIR
 from . import MODELS, NOW_MS
 from .cases import HANDOFF_OLD, MESSAGES, SHARED_CFG, OpCase, entry, topic_text
 from .doubles import Call
-from .memfs import Effect, MemFs, _Tree, dirent_variants, torn_variants
+from .memfs import Effect, MemFs, Tree, dirent_variants, torn_variants
 
 ROOT = "/mem"
 
@@ -61,7 +61,7 @@ def run_op(server: Server, op: str, args: Mapping[str, Any]) -> tuple[bool, obje
 class Recording:
     """A recorded run: the durable start, every effect since, and where the explored op begins."""
 
-    start: _Tree
+    start: Tree
     effects: list[Effect]
     calls: list[Call]
     effect_call: list[int]
@@ -142,7 +142,7 @@ class Exploration:
         return "\n".join(lines)
 
 
-def _touched(tree: _Tree, e: Effect) -> list[str]:
+def _touched(tree: Tree, e: Effect) -> list[str]:
     """Paths whose binding or content an effect changes."""
     op = e[0]
     if op == "write":
@@ -207,7 +207,7 @@ class Explorer:
             step(e, history, False)
         before = tree.state(ROOT)
         published: dict[str, set[bytes | None]] = {}
-        points: list[tuple[int, State, _Tree]] = [(rec.first, before, tree.copy())]
+        points: list[tuple[int, State, Tree]] = [(rec.first, before, tree.copy())]
         for k in range(rec.first, len(rec.effects)):
             step(rec.effects[k], published, True)
             points.append((k + 1, tree.state(ROOT), tree.copy()))
@@ -325,7 +325,7 @@ class Explorer:
         self,
         fs: MemFs,
         clock: ControlledClock,
-        start: _Tree,
+        start: Tree,
         alphabet: Sequence[SeqOp],
         done: list[str],
         depth: int,

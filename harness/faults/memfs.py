@@ -1,6 +1,6 @@
 """``MemFs``: an in-memory ``Fs`` that records every mutating call as an *effect*.
 
-Crash states are materialised without processes by replaying effect prefixes (``_Tree``),
+Crash states are materialised without processes by replaying effect prefixes (``Tree``),
 under three persistence models: ``strict`` (every completed call persisted, i.e. a process
 kill), ``lost-dirent`` (the reference never fsyncs a directory, so after power loss any
 rename, link, create or unlink may be lost: one path reverts to an earlier binding) and
@@ -35,7 +35,7 @@ _MARKER_KIND = {SNAPSHOT_DIR: "dir", SNAPSHOT_FIFO: "fifo", SNAPSHOT_SOCKET: "so
 
 
 @dataclass
-class _Tree:
+class Tree:
     """Names, inode kinds and data: the persistent part of a filesystem (copyable)."""
 
     names: dict[str, int] = field(default_factory=dict)
@@ -45,8 +45,8 @@ class _Tree:
     mtime: dict[int, int] = field(default_factory=dict)
     modes: dict[int, int] = field(default_factory=dict)
 
-    def copy(self) -> _Tree:
-        return _Tree(dict(self.names), dict(self.kinds), dict(self.data), dict(self.synced), dict(self.mtime), dict(self.modes))
+    def copy(self) -> Tree:
+        return Tree(dict(self.names), dict(self.kinds), dict(self.data), dict(self.synced), dict(self.mtime), dict(self.modes))
 
     def apply(self, e: Effect, now_ns: int = 0) -> None:
         op = e[0]
@@ -131,7 +131,7 @@ class MemFs(Fs):
         self.root = root
         self.now_ms = now_ms
         self.pid = pid
-        self.tree = _Tree()
+        self.tree = Tree()
         self.effects: list[Effect] = []
         self.calls: list[Call] = []
         self.effect_call: list[int] = []  # effect index -> index of the call that made it
@@ -426,7 +426,7 @@ class MemFs(Fs):
         return "t" + out
 
 
-def torn_variants(snap: _Tree, root: str) -> Iterator[tuple[State, str]]:
+def torn_variants(snap: Tree, root: str) -> Iterator[tuple[State, str]]:
     """Un-fsynced data of each file cut to its synced length and to half of the rest."""
     for path, ino in snap.names.items():
         if snap.kinds[ino] != "file":
@@ -440,7 +440,7 @@ def torn_variants(snap: _Tree, root: str) -> Iterator[tuple[State, str]]:
             yield t.state(root), f"{path[len(root) + 1:]} torn at {cut}/{len(data)} bytes"
 
 
-def dirent_variants(snap: _Tree, bindings: Mapping[str, list[int | None]], root: str) -> Iterator[tuple[State, str]]:
+def dirent_variants(snap: Tree, bindings: Mapping[str, list[int | None]], root: str) -> Iterator[tuple[State, str]]:
     """One directory entry reverted to an earlier binding (no directory is ever fsynced)."""
     for path, seen in bindings.items():
         rel = path[len(root) + 1 :]
