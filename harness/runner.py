@@ -22,11 +22,10 @@ from functools import partial
 from . import actions
 from .oracles.expect import Failure, check_answer, check_then
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from .procs import dead_pid
 from .sandbox import Sandbox, snapshot
 from .scenarios import Scenario, iso_instant
 
-__all__ = ["Failure", "Outcome", "Worker", "dead_pid", "run_all"]  # dead_pid: until locks.py imports procs
+__all__ = ["Outcome", "Worker", "run_all"]
 
 
 @dataclass
