@@ -151,8 +151,6 @@ class Scenario:
     def from_data(cls, data: dict[str, Any], path: Path) -> Scenario:
         """The typed form of a scenario's JSON, assumed valid against the schema."""
         given, then = data.get("given", {}), data.get("then", {})
-        inject = data.get("regression", {}).get("inject")
-        faults = [inject] if isinstance(inject, dict) else inject if isinstance(inject, list) else []
         invariants = then.get("invariants")
         return cls(
             id=data["id"],
@@ -173,7 +171,7 @@ class Scenario:
             ),
             env=dict(data.get("env", {})),
             fresh_process=bool(data.get("fresh_process")),
-            faults=tuple(f for f in faults if isinstance(f, dict)) if all(isinstance(f, dict) for f in faults) else (),
+            faults=_faults(data.get("regression", {}).get("inject")),
             placeholders=frozenset(_PLACEHOLDER.findall(json.dumps(data))),
         )
 
@@ -191,6 +189,12 @@ class Scenario:
     def driver_ops(self) -> set[str]:
         """The ops the driver must offer (file actions are the harness's own)."""
         return {s.op for s in self.steps if not s.is_file_action}
+
+
+def _faults(inject: Any) -> tuple[dict[str, Any], ...]:
+    """``regression.inject``: one fault object or a list of them (anything else: none)."""
+    faults = [inject] if isinstance(inject, dict) else inject if isinstance(inject, list) else []
+    return tuple(faults) if all(isinstance(f, dict) for f in faults) else ()
 
 
 def _step(data: dict[str, Any]) -> Step:
