@@ -336,8 +336,10 @@ def syscalls_per_op(impl: str, phase: str, entries: int = 300, ops: int = 100) -
 def w2() -> dict[str, Any]:
     """States per second of the in-process explorer, crash points per second with real kills,
     and the bounded exhaustive run (2 topics, up to 3 ops, every crash point, every model)."""
-    from .faults.crash import CASES, Explorer
-    from .faults.inject import crash_runs, strace_unavailable
+    from .faults.campaigns import crash_runs
+    from .faults.cases import CASES
+    from .faults.explorer import Explorer
+    from .faults.strace import strace_unavailable
 
     explorer = Series("explorer: crash states checked, all op kinds, 3 models (one core)")
     for _ in range(ROUNDS):
@@ -437,7 +439,7 @@ def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[
 
 
 def w4() -> list[Series]:
-    from .linearize import check
+    from .store_checker import check
 
     out = []
     for n, partition in ((1000, True), (10000, True), (100000, True), (1000, False)):
