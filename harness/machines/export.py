@@ -9,21 +9,14 @@ it fails.  Files are validated against ``scenarios/scenario.schema.json`` before
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from ..scenarios import DEFAULT_NOW, ScenarioError, load_file
-
-
-def content(data: bytes) -> str | dict[str, str]:
-    """Scenario file content: text when the bytes are UTF-8, base64 otherwise."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
+from .. import regressions
+from ..regressions import content
+from ..scenarios import DEFAULT_NOW
 
 
 class Recorder:
@@ -98,17 +91,4 @@ class Recorder:
 
 def write(data: dict[str, Any], directory: Path) -> Path:
     """Write a scenario as ``<directory>/<machine>-<digest>.json`` and validate it there."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / (str(data["id"]).rsplit("/", 1)[-1] + ".json")
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    try:
-        raw = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
-        raw = (json.dumps(data, indent=2) + "\n").encode("ascii")
-    path.write_bytes(raw)
-    try:
-        load_file(path)
-    except ScenarioError:
-        path.rename(path.with_suffix(".invalid.json"))
-        raise
-    return path
+    return regressions.write(data, directory)
