@@ -27,11 +27,11 @@ from reference.clock import parse_instant
 from ..oracles.expect import normalise_files
 from ..oracles.grammar import parse
 from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
+from ..regressions import content
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import CONFIG, Machine, guarded
-from .export import content
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 SCRIBBLES = (

@@ -38,11 +38,11 @@ from reference.text import decode_utf8, encode_utf8
 
 from ..faults.doubles import Call, FaultFs
 from ..oracles.invariants import check_store
+from ..regressions import content
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
-from .export import content
 
 INITIAL_BYTES = INITIAL_MEMORY.encode()
 

@@ -33,11 +33,11 @@ from ..oracles import kind_model
 from ..oracles.grammar import first_date, parse
 from ..oracles.invariants import check_store
 from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
+from ..regressions import content
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
-from .export import content
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 _NOTHING = object()
