@@ -17,11 +17,15 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .validation import first_error
+
+if TYPE_CHECKING:
+    from .envelope import ImplInfo
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
@@ -264,3 +268,32 @@ def start_driver(
 ) -> Driver:
     """Start a driver; ``wrapper`` prefixes its command (e.g. ``strace …`` or ``setpriv …``)."""
     return Driver(spec, env, cwd, timeout, validate, list(wrapper or [])).start()
+
+
+def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) -> list[ImplInfo]:
+    """Start every peer once, in a throw-away sandbox, and ask ``hello``: before any run.
+
+    A peer that cannot start or answer is one clear ``PeerUnavailable`` line (with the tail
+    of its stderr), raised before a command has run anything, instead of a failure per
+    scenario or a traceback per worker.  Returns each implementation as it named itself.
+    """
+    from .envelope import ImplInfo
+    from .sandbox import Sandbox
+
+    found: list[ImplInfo] = []
+    for spec in specs:
+        sandbox = Sandbox.create()
+        try:
+            try:
+                with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
+                    hello = driver.call("hello")
+                    if not hello.ok or not isinstance(hello.result, dict):
+                        raise PeerUnavailable(f"{spec.name}: hello failed: {hello.error}")
+                    found.append(ImplInfo(spec.name, str(hello.result.get("impl", "unknown")),
+                                          str(hello.result.get("version", "unknown"))))
+            except DriverError as e:
+                tail = " | ".join(e.stderr.strip().splitlines()[-3:])
+                raise PeerUnavailable(f"{spec.name}: {e}" + (f" (stderr: {tail})" if tail else "")) from None
+        finally:
+            sandbox.remove()
+    return found
