@@ -1,10 +1,17 @@
-"""Arguments shared by several subcommands."""
+"""Arguments shared by several subcommands, and ``type=`` validators for counts and durations.
+
+Every command takes the same report arguments (``add_report_arguments``) so a CI job learns
+one set of flags; the validators turn a bad count into one argparse error line (exit 2)
+instead of a traceback deep in a run.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..peers import DEFAULT_TIMEOUT
+from ..regressions import DEFAULT_DIR
 
 
 def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -13,5 +20,81 @@ def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> Non
         p.add_argument("--impl", action="append", default=[], help=helptext + " (repeatable)")
     else:
         p.add_argument("--impl", default="python", help=helptext)
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-op timeout in seconds")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, help="per-op timeout in seconds")
     p.add_argument("--validate-protocol", action="store_true", help="check every message against the schema")
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """``--json PATH``, ``--export DIR``, ``--no-export``, ``--fail-on {violation,hazard}``."""
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report (common top + findings)")
+    p.add_argument(
+        "--export", type=Path, default=DEFAULT_DIR, metavar="DIR",
+        help="folder for the regression scenario of each finding (default: %(default)s)",
+    )
+    p.add_argument("--no-export", action="store_true", help="do not write regression scenarios (CI)")
+    p.add_argument(
+        "--fail-on", choices=("violation", "hazard"), default="violation",
+        help="lowest severity that fails the run (exit 1); default: %(default)s",
+    )
+
+
+def export_dir(args: argparse.Namespace) -> Path | None:
+    """Where to export regressions, or None under ``--no-export``."""
+    if getattr(args, "no_export", False):
+        return None
+    directory: Path = getattr(args, "export", DEFAULT_DIR)
+    return directory
+
+
+def fail_on_hazard(args: argparse.Namespace) -> bool:
+    return getattr(args, "fail_on", "violation") == "hazard"
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1 (``--writers``, ``--ops``, ``--parallel`` …)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer ≥ 0 (a seed, a count that may be zero)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number > 0 (``--minutes``, ``--timeout``, a budget in seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """Comma-separated integers ≥ 0, e.g. ``--points 1,3,7``."""
+    items = [t.strip() for t in text.split(",")]
+    if not items or any(not t for t in items):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers")
+    values = []
+    for t in items:
+        try:
+            v = int(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{t!r} in {text!r} is not an integer") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{t!r} in {text!r} must not be negative")
+        values.append(v)
+    return values
