@@ -87,11 +87,12 @@ def pytest_collection_modifyitems(
     impl = config.getoption("--memconform-impl")
     if not impl:
         return
-    from .peers import PeerSpec, PeerUnavailable
+    from .peers import PeerSpec, PeerUnavailable, preflight
     from .scenarios import discover
 
-    try:
+    try:  # a peer that cannot start is one usage error, not a failure per scenario
         spec = PeerSpec.parse(impl)
+        preflight([spec], timeout=config.getoption("--memconform-timeout"))
     except PeerUnavailable as e:
         raise pytest.UsageError(str(e)) from None
     root = Path(config.getoption("--memconform-scenarios"))

@@ -9,18 +9,21 @@ invariants, lost and duplicated updates, and linearizability against the kind mo
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .history import History
-from .linearize import LinearizabilityVerdict
+from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
 from .oracles import kind_model
+from .oracles.findings import HAZARD, VIOLATION, Finding
 from .oracles.grammar import to_slug
 from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from .peers import Driver, DriverError, PeerSpec, start_driver
@@ -223,3 +226,46 @@ def interop(
     finally:
         if own:
             sb.remove()
+
+
+def fresh_history_path(directory: Path = Path("reports")) -> Path:
+    """``reports/interop-history-<UTC time>-<pid>.jsonl``: one file per run, never an older
+    run's history overwritten."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return directory / f"interop-history-{stamp}-{os.getpid()}.jsonl"
+
+
+def findings(result: InteropResult, labels: Mapping[str, str], reproduce: str = "") -> list[Finding]:
+    """What an interop run saw, as findings.
+
+    ``labels`` maps a peer's spec name to its implementation as it named itself.  A lost or
+    duplicated acknowledged write (S-INV-3: every mutation under the lock), a broken invariant and a non-linearizable
+    history are violations; a writer whose driver stopped answering is a ``hang`` hazard (an
+    other exit a ``driver-error`` hazard).  An ``unknown`` checker answer is not a finding:
+    it makes the run's verdict unknown.
+    """
+    writer_impl = {s.name: labels.get(s.impl, s.impl) for s in result.stats}
+    everyone = ", ".join(dict.fromkeys(writer_impl.values()))
+    found: list[Finding] = []
+
+    def impl_of(item: str) -> str:
+        return writer_impl.get(item.split(":", 1)[0].split(" ", 1)[0], everyone)
+
+    for kind, items in (("lost-write", result.lost), ("duplicated-write", result.duplicated)):
+        for item in items:
+            found.append(Finding(kind, VIOLATION, clause="S-INV-3", impl=impl_of(item), op="write_memory",
+                                 evidence=f"acknowledged append {item}", reproduce=reproduce))
+    for v in result.violations:
+        found.append(Finding("invariant", VIOLATION, clause=v.clause, impl=everyone, path=v.path,
+                             evidence=v.message, reproduce=reproduce))
+    for e in result.errors:
+        kind = "hang" if "no answer to" in e else "driver-error"
+        found.append(Finding(kind, HAZARD, impl=impl_of(e), evidence=e, reproduce=reproduce))
+    verdict = result.verdict
+    if verdict is not None and verdict.status == NOT_LINEARIZABLE:
+        where = f" in partition {verdict.failing_partition}" if verdict.failing_partition else ""
+        lines = "; ".join(verdict.failing_lines[:6])
+        found.append(Finding("not-linearizable", VIOLATION, impl=everyone,
+                             evidence=f"no order of the {len(verdict.failing_ops)} ops{where} explains "
+                                      f"their results: {lines}", reproduce=reproduce))
+    return found

@@ -8,10 +8,20 @@ instead of a traceback deep in a run.
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from ..peers import DEFAULT_TIMEOUT
+from .. import envelope
+from ..envelope import ImplInfo, RunReport
+from ..oracles.findings import EXIT_USAGE, Finding, exit_code, verdict
+from ..peers import DEFAULT_TIMEOUT, PeerSpec, start_driver
 from ..regressions import DEFAULT_DIR
+
+
+class SetupError(Exception):
+    """Nothing can run as asked (bad path, nothing selected): one line, exit 2."""
 
 
 def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -98,3 +108,41 @@ def int_list(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(f"{t!r} in {text!r} must not be negative")
         values.append(v)
     return values
+
+
+# --- the run report every command writes -------------------------------------------------------
+
+
+def new_report(args: argparse.Namespace, impls: Sequence[ImplInfo] = ()) -> RunReport:
+    """A report started now, with the command line as the user typed it."""
+    return RunReport(command=envelope.argv(getattr(args, "argv", None)), impls=list(impls))
+
+
+def conclude(
+    args: argparse.Namespace, report: RunReport, found: Sequence[Finding], *, executed: int,
+    unknown: bool = False, extra: dict[str, Any] | None = None, nothing_ran: str = "",
+) -> int:
+    """Verdict, ``--json``, and exit code from the findings; a run that executed nothing is
+    a setup error naming why (``nothing_ran``), never a pass."""
+    hazard_gates = fail_on_hazard(args)
+    report.findings = list(found)
+    report.finish(verdict(found, executed=executed, unknown=unknown, fail_on_hazard=hazard_gates))
+    if getattr(args, "json", None):
+        envelope.write(args.json, report, extra)
+    if executed <= 0:
+        sys.stdout.flush()
+        print(f"memconform {getattr(args, 'command', '')}: {nothing_ran or 'nothing ran'}", file=sys.stderr)
+        return EXIT_USAGE
+    return exit_code(report.verdict, fail_on_hazard=hazard_gates)
+
+
+def hello_ops(spec: PeerSpec, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """The ops a driver lists in ``hello`` (to say why nothing could run)."""
+    from ..sandbox import Sandbox
+
+    sandbox = Sandbox.create()
+    try:
+        with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
+            return sorted(driver.ops, key=lambda op: (op not in ("hello", "reset", "set_clock", "exit"), op))
+    finally:
+        sandbox.remove()

@@ -1,18 +1,36 @@
-"""``memconform conformance``: the scenario corpus against one implementation, or two."""
+"""``memconform conformance``: the scenario corpus against one implementation, or two.
+
+Every peer is started and asked ``hello`` once, up front (``preflight``), so a peer that
+cannot run is one line, not a failure per scenario.  The verdict comes from findings: a
+failed scenario is a violation, a listed deviation a deviation, a hazard the runner saw is
+shown and counted; a run in which no scenario executed is a setup error (exit 2), never green.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from .. import deviations, report
 from ..differential import run_differential
+from ..envelope import ImplInfo
 from ..oracles.expect import Failure
-from ..peers import PeerSpec
+from ..oracles.findings import VIOLATION, Finding
+from ..peers import PeerSpec, preflight
 from ..runner import Outcome, run_all
 from ..scenarios import SCENARIOS_DIR, Scenario, discover
-from .common import add_impl_arguments
+from .common import (
+    SetupError,
+    add_impl_arguments,
+    add_report_arguments,
+    conclude,
+    fail_on_hazard,
+    hello_ops,
+    new_report,
+    positive_int,
+)
 
 NAME = "conformance"
 HELP = "run the scenario corpus against an implementation (or --against another)"
@@ -20,13 +38,13 @@ HELP = "run the scenario corpus against an implementation (or --against another)
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
     add_impl_arguments(c)
+    add_report_arguments(c)
     c.add_argument("--strict", action="store_true", help="also compare error message texts")
     c.add_argument("--against", help="differential mode: compare --impl with this implementation")
     c.add_argument("--run", action="append", default=[], metavar="GLOB", help="only scenario ids matching")
     c.add_argument("--skip", action="append", default=[], metavar="GLOB", help="skip scenario ids matching")
-    c.add_argument("--json", type=Path, help="write a JSON report")
-    c.add_argument("--junit", type=Path, help="write a JUnit XML report")
-    c.add_argument("--parallel", type=int, default=1, help="worker count (one driver each)")
+    c.add_argument("--junit", type=Path, help="write a JUnit XML report (findings as failures)")
+    c.add_argument("--parallel", type=positive_int, default=1, help="worker count (one driver each)")
     c.add_argument("--scenarios", type=Path, default=SCENARIOS_DIR / "conformance", help="corpus root")
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines")
 
@@ -43,60 +61,103 @@ def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:
             o.status = "xpass"
 
 
-def _impl_identity(spec: PeerSpec) -> tuple[str, str]:
-    from ..runner import Worker
+def label(info: ImplInfo) -> str:
+    return f"{info.name} {info.version}"
 
-    w = Worker(spec)
-    try:
-        w._start().close()
-        return w.impl, w.version
-    finally:
-        w.close()
+
+def select(args: argparse.Namespace) -> list[Scenario]:
+    """The scenarios asked for; none is a setup error naming the selection."""
+    root: Path = args.scenarios
+    if not root.is_dir():
+        raise SetupError(f"{root}: no such scenario directory")
+    scenarios = discover(root, args.run, args.skip)
+    if not scenarios:
+        chosen = " ".join([*(f"--run {g}" for g in args.run), *(f"--skip {g}" for g in args.skip)])
+        raise SetupError(f"no scenario selected under {root}" + (f" by {chosen}" if chosen else ""))
+    return scenarios
+
+
+def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> str:
+    """``0 of 662 scenarios ran: …`` with the reason the skips give."""
+    head = f"0 of {len(outcomes)} scenarios ran"
+    reasons = Counter(o.reason for o in outcomes)
+    if all(r.startswith("driver lacks op") for r in reasons):
+        listed = ", ".join(hello_ops(spec, timeout))
+        return f"{head}: the driver offers none of the ops they need (hello listed: {listed})"
+    common = "; ".join(f"{r} ×{n}" for r, n in reasons.most_common(3))
+    return f"{head}: all skipped ({common})"
 
 
 def run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
-    scenarios = discover(args.scenarios, args.run, args.skip)
-    if not scenarios:
-        print("no scenario selected", file=sys.stderr)
-        return 2
-    if args.against:
-        other = PeerSpec.parse(args.against)
-        differing = 0
-
-        def show(sc: Scenario, diffs: list[Failure]) -> None:
-            nonlocal differing
-            if diffs:
-                differing += 1
-            if not args.quiet:
-                print(f"{'DIFF ' if diffs else 'SAME '} {sc.id}", flush=True)
-
-        results = run_differential(spec, other, scenarios, timeout=args.timeout, on_result=show)
-        for sc, diffs in results:
-            if diffs:
-                print(f"\n--- {sc.id} [{', '.join(sc.clauses)}]: {spec.name} vs {other.name}")
-                for f in diffs:
-                    print(f.render())
-        print(f"\n{len(results) - differing} identical, {differing} differing")
-        return 1 if differing else 0
-    impl, version = _impl_identity(spec)
-
-    def show_one(o: Outcome) -> None:
-        if not args.quiet:
-            print(report.line(o), flush=True)
+    other = PeerSpec.parse(args.against) if args.against else None
+    scenarios = select(args)
+    impls = preflight([spec, *([other] if other else [])], timeout=args.timeout)
+    if other is not None:
+        return _differential(args, spec, other, impls, scenarios)
+    info = impls[0]
+    run_report = new_report(args, impls)
 
     outcomes = run_all(
         spec, scenarios, parallel=args.parallel, timeout=args.timeout,
         validate=args.validate_protocol, strict=args.strict, on_outcome=None,
     )
-    apply_deviations(outcomes, impl, version)
-    for o in outcomes:
-        show_one(o)
-    print(f"\nimplementation: {impl} {version} ({spec.name})")
-    report.write_text(outcomes, sys.stdout)
-    if args.json:
-        report.write_json(outcomes, args.json, f"{impl} {version}")
+    apply_deviations(outcomes, info.name, info.version)
+    if not args.quiet:
+        for o in outcomes:
+            print(report.line(o), flush=True)
+    by_id = {o.scenario.id: report.scenario_findings(o, label(info), spec.name) for o in outcomes}
+    found = [f for o in outcomes for f in by_id[o.scenario.id]]
+    print(f"\nimplementation: {label(info)} ({spec.name})")
+    report.write_text(outcomes, sys.stdout, found)
+    run_report.stats = report.stats(outcomes)
     if args.junit:
-        report.write_junit(outcomes, args.junit, f"{impl} {version}")
-    bad = sum(o.status in ("fail", "error", "xpass") for o in outcomes)
-    return 1 if bad else 0
+        report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args))
+    executed = report.executed(outcomes)
+    why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 else ""
+    extra = {"impl": label(info), "scenarios": report.scenarios_json(outcomes)}
+    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why)
+
+
+def _differential(
+    args: argparse.Namespace, spec: PeerSpec, other: PeerSpec, impls: list[ImplInfo], scenarios: list[Scenario]
+) -> int:
+    """Both sides on every scenario; a difference is a ``difference`` finding (a violation:
+    neither side is the oracle, but a co-writer must not differ)."""
+    run_report = new_report(args, impls)
+    both = set(hello_ops(spec, args.timeout)) & set(hello_ops(other, args.timeout))
+    comparable = [sc for sc in scenarios if sc.driver_ops <= both]
+    pair = f"{label(impls[0])} vs {label(impls[1])}"
+    found: list[Finding] = []
+
+    def show(sc: Scenario, diffs: list[Failure]) -> None:
+        if not args.quiet:
+            print(f"{'DIFF ' if diffs else 'SAME '} {sc.id}", flush=True)
+
+    results = run_differential(spec, other, scenarios, timeout=args.timeout, on_result=show)
+    for sc, diffs in results:
+        if not diffs:
+            continue
+        print(f"\n--- {sc.id} [{', '.join(sc.clauses)}]: {spec.name} vs {other.name}")
+        for f in diffs:
+            print(f.render())
+        first = diffs[0]
+        found.append(Finding(
+            "difference", VIOLATION, clause=",".join(sc.clauses), impl=pair,
+            evidence=" ".join(f"{sc.id}: {first.where}: {first.detail or 'differs'}; "
+                              f"{spec.name}: {first.expected} / {other.name}: {first.actual}".split())[:400],
+            reproduce=f"memconform conformance --impl {spec.name} --against {other.name} --run {sc.id}",
+            regression=report.shown_path(sc.path),
+        ))
+    differing = len(found)
+    print(f"\n{len(results) - differing} identical, {differing} differing; "
+          f"{len(scenarios) - len(comparable)} not comparable (an op missing on one side)")
+    run_report.stats = {
+        "scenarios": len(scenarios), "comparable": len(comparable),
+        "identical": len(results) - differing, "differing": differing,
+    }
+    why = ""
+    if not comparable:
+        why = (f"0 of {len(scenarios)} scenarios ran on both sides: no scenario's ops are offered by both "
+               f"drivers (common ops: {', '.join(sorted(both)) or 'none'})")
+    return conclude(args, run_report, found, executed=len(comparable), nothing_ran=why)

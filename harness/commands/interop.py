@@ -1,4 +1,10 @@
-"""``memconform interop``: many writer processes of one or more implementations on one store."""
+"""``memconform interop``: many writer processes of one or more implementations on one store.
+
+Every ``--impl`` is asked ``hello`` up front; each run writes a fresh history file (unless
+``--history`` names one) and says where; what it saw are findings (lost or duplicated writes,
+broken invariants, a non-linearizable history), and a checker out of budget is ``unknown``
+(exit 3), never a pass.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..peers import PeerSpec
-from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, interop
-from .common import add_impl_arguments
+from ..linearize import UNKNOWN
+from ..oracles.findings import summary_line
+from ..peers import PeerSpec, preflight
+from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, findings, fresh_history_path, interop
+from .common import (
+    add_impl_arguments,
+    add_report_arguments,
+    conclude,
+    new_report,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 
 NAME = "interop"
 HELP = "parallel real-process writers on one store: throughput, lost updates, linearizability"
@@ -16,13 +32,17 @@ HELP = "parallel real-process writers on one store: throughput, lost updates, li
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p, many=True)
-    p.add_argument("--writers", type=int, default=8)
-    p.add_argument("--ops", type=int, default=100, help="ops per writer")
+    add_report_arguments(p)
+    p.add_argument("--writers", type=positive_int, default=8, help="writer processes (at least 1)")
+    p.add_argument("--ops", type=positive_int, default=100, help="ops per writer (at least 1)")
     p.add_argument("--shared", action="store_true", help="write the shared store (~/.agents/memory)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--adversarial", action="store_true", help="case variants and slug collisions")
-    p.add_argument("--check-budget", type=float, default=10.0, help="linearizability budget (s)")
-    p.add_argument("--history", type=Path, default=Path("reports/interop-history.jsonl"))
+    p.add_argument("--check-budget", type=positive_float, default=10.0, help="linearizability budget (s)")
+    p.add_argument(
+        "--history", type=Path, metavar="PATH",
+        help="where to save the history (default: a fresh reports/interop-history-<time>-<pid>.jsonl)",
+    )
 
 
 def _progress(stats: list[WriterStats]) -> None:
@@ -30,30 +50,48 @@ def _progress(stats: list[WriterStats]) -> None:
     print(f"\r{line}"[:200], end="", file=sys.stderr, flush=True)
 
 
+def _reproduce(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
+    parts = ["memconform interop", *(f"--impl {p.name}" for p in peers),
+             f"--writers {args.writers} --ops {args.ops} --seed {args.seed}"]
+    parts += [flag for flag, on in (("--shared", args.shared), ("--adversarial", args.adversarial)) if on]
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
-    peers = [PeerSpec.parse(i) for i in (args.impl or ["python"])]
+    peers = list(dict.fromkeys(PeerSpec.parse(i) for i in (args.impl or ["python"])))
+    impls = preflight(peers, timeout=args.timeout)
+    labels = {i.spec: f"{i.name} {i.version}" for i in impls}
+    history_path: Path = args.history or fresh_history_path()
+    run_report = new_report(args, impls)
     result = interop(
         peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
         timeout=args.timeout, check_budget=args.check_budget, progress=_progress,
         topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
     )
     print(file=sys.stderr)
-    result.history.save(args.history)
+    result.history.save(history_path)
     print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
     for s in result.stats:
         print(f"{s.name:<6} {s.impl[-40:]:<40} {s.done:>5} {s.ok:>5} {s.busy:>5} {s.info:>5}")
     rate = result.total_ops / result.seconds if result.seconds else 0.0
     print(f"\n{result.total_ops} ops in {result.seconds:.2f} s: {rate:.1f} ops/s, busy share {result.busy_share:.1%}")
     print(f"lost updates: {len(result.lost)}, duplicated updates: {len(result.duplicated)}")
-    for item in result.lost[:20] + result.duplicated[:20]:
-        print(f"  {item}")
     print(f"invariant violations: {len(result.violations)}")
-    for v in result.violations[:20]:
-        print(f"  {v}")
-    for e in result.errors[:20]:
-        print(f"writer error: {e}")
     verdict = result.verdict
     print(f"checker: {verdict.summary() if verdict else 'not run'}")
-    print(f"history saved to {args.history} (memconform check-history {args.history})")
-    bad = result.lost or result.duplicated or result.violations or (verdict and verdict.status != "linearizable")
-    return 1 if bad else 0
+    found = findings(result, labels, _reproduce(args, peers))
+    for f in found:
+        print(f"  {f.line()}")
+    print(f"history saved to {history_path} (memconform check-history {history_path})")
+    unknown = verdict is not None and verdict.status == UNKNOWN
+    run_report.stats = {
+        "writers": args.writers, "ops_per_writer": args.ops, "ops": result.total_ops,
+        "seconds": round(result.seconds, 3), "ops_per_second": round(rate, 1),
+        "busy_share": round(result.busy_share, 4), "lost": len(result.lost),
+        "duplicated": len(result.duplicated), "invariant_violations": len(result.violations),
+        "checker": verdict.status if verdict else "not run",
+        "checker_states": verdict.explored if verdict else 0, "history": str(history_path),
+    }
+    print(f"findings: {summary_line(found)}{'; checker: unknown (out of budget)' if unknown else ''}")
+    return conclude(args, run_report, found, executed=result.total_ops, unknown=unknown,
+                    nothing_ran="no op executed: every writer's driver failed before its first op")

@@ -1,4 +1,9 @@
-"""``memconform replay``: replay scenario files (a shrunk regression) on any implementation."""
+"""``memconform replay``: replay scenario files (a shrunk regression) on any implementation.
+
+The files are checked before any peer starts (a missing file, a directory or bad JSON is one
+line, exit 2); the peer is asked ``hello`` up front; the verdict and ``--json`` are those of
+every command (a failing scenario a ``deviation`` violation, a hazard shown and counted).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,17 @@ import sys
 from pathlib import Path
 
 from .. import report
-from ..peers import PeerSpec
+from ..peers import PeerSpec, preflight
 from ..runner import run_all
-from ..scenarios import load_file
-from .common import add_impl_arguments
+from ..scenarios import Scenario, load_file
+from .common import (
+    SetupError,
+    add_impl_arguments,
+    add_report_arguments,
+    conclude,
+    hello_ops,
+    new_report,
+)
 
 NAME = "replay"
 HELP = "replay scenario files (e.g. a shrunk regression) on an implementation"
@@ -18,16 +30,40 @@ HELP = "replay scenario files (e.g. a shrunk regression) on an implementation"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
+    add_report_arguments(p)
     p.add_argument("--strict", action="store_true", help="also compare error message texts")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="scenario JSON files")
+
+
+def load(files: list[Path]) -> list[Scenario]:
+    """Each file as a scenario; the first unusable one is a setup error naming it."""
+    out = []
+    for f in files:
+        if f.is_dir():
+            raise SetupError(f"{f}: is a directory; give scenario files (e.g. {f}/*.json)")
+        if not f.exists():
+            raise SetupError(f"{f}: no such file")
+        out.append(load_file(f))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
-    scenarios = [load_file(f) for f in args.files]
+    scenarios = load(args.files)
+    impls = preflight([spec], timeout=args.timeout)
+    info = impls[0]
+    run_report = new_report(args, impls)
     outcomes = run_all(spec, scenarios, timeout=args.timeout, validate=args.validate_protocol, strict=args.strict)
+    impl = f"{info.name} {info.version}"
+    found = [f for o in outcomes for f in report.scenario_findings(o, impl, spec.name)]
     for o in outcomes:
         print(report.line(o))
-    report.write_text(outcomes, sys.stdout)
-    return 1 if any(o.status != "pass" for o in outcomes) else 0
-
+    report.write_text(outcomes, sys.stdout, found)
+    run_report.stats = report.stats(outcomes)
+    executed = report.executed(outcomes)
+    why = ""
+    if executed == 0:
+        reasons = "; ".join(sorted({o.reason for o in outcomes}))
+        why = f"0 of {len(outcomes)} scenarios ran: {reasons} (hello listed: {', '.join(hello_ops(spec, args.timeout))})"
+    extra = {"impl": impl, "scenarios": report.scenarios_json(outcomes)}
+    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why)
