@@ -232,7 +232,12 @@ def fresh_history_path(directory: Path = Path("reports")) -> Path:
     """``reports/interop-history-<UTC time>-<pid>.jsonl``: one file per run, never an older
     run's history overwritten."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return directory / f"interop-history-{stamp}-{os.getpid()}.jsonl"
+    path = directory / f"interop-history-{stamp}-{os.getpid()}.jsonl"
+    n = 1
+    while path.exists():  # two runs in one second of one process (tests, a loop)
+        n += 1
+        path = directory / f"interop-history-{stamp}-{os.getpid()}-{n}.jsonl"
+    return path
 
 
 def findings(result: InteropResult, labels: Mapping[str, str], reproduce: str = "") -> list[Finding]:

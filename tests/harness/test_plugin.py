@@ -48,3 +48,11 @@ def test_plugin_reports_a_failing_scenario_with_its_clause(tmp_path: Path) -> No
     )
     assert proc.returncode == 1
     assert "scenario x/wrong on python" in proc.stdout and "S-WRITE-14" in proc.stdout
+
+
+def test_plugin_refuses_a_peer_that_cannot_start_up_front(tmp_path: Path) -> None:
+    """Preflight at collection: one usage error, not one failure per scenario."""
+    proc = _pytest(tmp_path, f"--memconform-impl=pi:{tmp_path / 'none.mjs'}")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "none.mjs: no such file" in proc.stderr
+    assert "memconform[" not in proc.stdout
