@@ -1,12 +1,16 @@
-"""``memconform fuzz``: run the state machines for a time budget and report what they found.
+"""``memconform fuzz``: run the state machines against one implementation for a time budget.
 
-With ``--impl python`` the in-process machines attack the reference (store vs shadow,
-rollback under faults, lock protocol, S-INJECT session); with a peer
-(``pi:<memory-core.mjs>`` …) the differential machine compares the reference with it through
-the protocol.  Machines run in
-batches of one profile's worth of examples, round robin, each batch with a fresh seed, until
-the budget is spent (checked between batches).  Every failure is exported as a regression
-scenario (default ``scenarios/regressions/``) and reported with its seed.
+Every machine either drives the implementation ``--impl`` names or is refused for it with a
+one-line reason (``harness.machines.bind``), and the table says which: ``ran against`` is the
+implementation as it named itself in ``hello`` (``peers.preflight``), never the reference
+standing in for a peer.  Today ``store_model`` drives ``python`` in process and ``pi:``
+through its driver; ``differential`` compares the reference with any peer; ``rollback``,
+``lock_protocol`` and ``session`` need the reference's in-process seams and are refused for
+peers, each naming the command that does attack peers.  Machines run in batches of one
+profile's worth of examples, round robin, each batch with a fresh seed, until the budget is
+spent (checked between batches).  Each failure is a ``Finding`` with its seed and rerun
+command, its shrunk example exported as a regression scenario (``--export``, default
+``scenarios/regressions/``).  A run in which no machine ran is a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -16,40 +20,70 @@ import os
 import random
 import sys
 import time
-import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
-from ..machines import IN_PROCESS, MACHINES, load, profiles
+from .. import envelope
+from ..machines import MACHINES, bind, load, profiles, unbind
 from ..machines.base import Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
-from ..peers import PeerSpec
-from ..scenarios import SCENARIOS_DIR
-from .common import add_impl_arguments
+from ..oracles.findings import (
+    EXIT_CODES_HELP,
+    EXIT_USAGE,
+    VIOLATION,
+    Finding,
+    exit_code,
+    summary_line,
+    verdict,
+)
+from ..peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
+from ..sandbox import Sandbox
+from .common import (
+    add_impl_arguments,
+    add_report_arguments,
+    export_dir,
+    fail_on_hazard,
+    non_negative_int,
+    positive_float,
+)
 
 NAME = "fuzz"
-HELP = "run the Hypothesis state machines for a time budget; export failures as regressions"
+HELP = "run the Hypothesis state machines against one implementation for a time budget"
+SELF_DIFF = ("compares the reference with a peer; on python it would compare the reference with "
+             "itself (ask for it with --machine differential)")
+
+
+def _one_line_error(message: str) -> NoReturn:
+    """argparse's error, as the single line every memconform command prints (exit 2)."""
+    print(f"memconform {NAME}: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EXIT_CODES_HELP
+    setattr(p, "error", _one_line_error)  # noqa: B010 - an instance's error, not the class's
     add_impl_arguments(p)
-    p.add_argument("--minutes", type=float, default=5.0, help="time budget (checked between batches)")
-    p.add_argument("--machine", action="append", choices=sorted(MACHINES), default=[],
-                   help="machine to run (repeatable; default: in-process machines for python, "
-                        "differential for a peer)")
-    p.add_argument("--profile", default=None, help="ci | dev | nightly (default: $HYPOTHESIS_PROFILE or ci)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the first batch (to rerun a failure)")
+    p.add_argument("--minutes", type=positive_float, default=5.0, help="time budget (> 0, checked between batches)")
+    p.add_argument("--machine", action="append", default=[],
+                   help=f"machine to run (repeatable; {', '.join(MACHINES)}; default: every machine)")
+    p.add_argument("--profile", default=None,
+                   help=f"{' | '.join(profiles.PROFILES)} (default: ${profiles.ENV} or {profiles.DEFAULT})")
+    p.add_argument("--seed", type=non_negative_int, default=None, help="seed of the first batch (to rerun a failure)")
     p.add_argument("--unicode-gap", action="store_true",
                    help="also draw the Unicode 15-17 letters SPEC's corpus avoids (S-FMT-17)")
-    p.add_argument("--export-dir", type=Path, default=SCENARIOS_DIR / "regressions",
-                   help="where failing examples are written (default: scenarios/regressions)")
+    add_report_arguments(p)
+    p.add_argument("--export-dir", dest="export", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 @dataclass
 class Tally(Stats):
-    """A machine's counters summed over the fuzz run's batches."""
+    """A machine's counters summed over the run's batches, and what it ran against."""
 
     batches: int = 0
+    ran_against: str = ""
+    refused: str = ""
+    findings: list[Finding] = field(default_factory=list)
 
     def add(self, before: Stats, after: Stats) -> None:
         self.batches += 1
@@ -59,62 +93,150 @@ class Tally(Stats):
         self.seconds += after.seconds - before.seconds
         self.exported += after.exported[len(before.exported):]
 
+    @property
+    def rate(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+    def row(self, name: str) -> dict[str, Any]:
+        return {
+            "machine": name, "ran_against": self.ran_against, "refused": self.refused,
+            "batches": self.batches, "examples": self.examples, "steps": self.steps,
+            "executed": self.executed, "seconds": round(self.seconds, 3),
+            "steps_per_second": round(self.rate, 1), "findings": len(self.findings),
+        }
+
 
 def _snapshot(stats: Stats) -> Stats:
     return Stats(stats.examples, stats.steps, stats.executed, stats.seconds, list(stats.failures), list(stats.exported))
 
 
+def _fail(message: str) -> int:
+    print(f"memconform {NAME}: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _driver_ops(spec: PeerSpec, timeout: float) -> frozenset[str]:
+    """The ops the implementation's driver offers (its ``hello``), to decide what can run."""
+    sandbox = Sandbox.create()
+    try:
+        with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
+            return frozenset(driver.ops)
+    finally:
+        sandbox.remove()
+
+
 def run(args: argparse.Namespace) -> int:
-    spec = PeerSpec.parse(args.impl)
+    unknown = [m for m in args.machine if m not in MACHINES]
+    if unknown:
+        return _fail(f"unknown machine {unknown[0]!r} (known: {', '.join(MACHINES)})")
+    try:
+        profile = profiles.profile_name(args.profile)
+    except ValueError as e:
+        return _fail(str(e))
+    try:
+        spec = PeerSpec.parse(args.impl)
+        info = preflight([spec], timeout=args.timeout)[0]
+        ops = _driver_ops(spec, args.timeout)
+    except (PeerUnavailable, DriverError) as e:
+        return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     if args.unicode_gap:
         os.environ[UNICODE_GAP_ENV] = "1"
-    names = args.machine or (list(IN_PROCESS) if spec.kind == "python" else ["differential"])
-    profile = profiles.profile_name(args.profile)
-    if "differential" in names:
-        from ..machines.differential import configure_peer
+    impl = f"{info.name} {info.version}"
+    names = list(dict.fromkeys(args.machine)) or list(MACHINES)
+    tallies = {n: Tally(ran_against=impl) for n in names}
+    try:
+        for name in names:
+            reason = SELF_DIFF if (name == "differential" and spec.kind == "python" and not args.machine) else None
+            reason = reason or bind(name, spec, ops, timeout=args.timeout)
+            if reason:
+                tallies[name].ran_against, tallies[name].refused = "", reason
+            elif spec.kind == "python" and name != "differential":
+                tallies[name].ran_against = f"{impl} (in process)"
+        return _run(args, spec, info, profile, tallies)
+    finally:
+        unbind()
 
-        configure_peer(spec)
-    found_in = "memconform-reference" if spec.kind == "python" else spec.name
+
+def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, profile: str,
+         tallies: dict[str, Tally]) -> int:
+    report = envelope.RunReport(command=envelope.argv(), impls=[info])
+    runnable = [n for n, t in tallies.items() if not t.refused]
+    target = export_dir(args)
+    print(f"memconform fuzz: {spec.name} ({info.name} {info.version}), profile {profile}, "
+          f"{args.minutes:g} min, failures to {target or '(not exported)'}", flush=True)
     deadline = time.monotonic() + args.minutes * 60
-    tallies = {n: Tally() for n in names}
     rng = random.SystemRandom()
     first_seed = args.seed
-    print(f"memconform fuzz: {', '.join(names)} on {spec.name}, profile {profile}, "
-          f"{args.minutes:g} min, failures to {args.export_dir}", flush=True)
-    while True:
-        for name in names:
+    while runnable:
+        for name in runnable:
             if time.monotonic() >= deadline and tallies[name].batches:
                 continue
-            machine = load(name)
-            seed = first_seed if first_seed is not None else rng.randrange(2**32)
-            before = _snapshot(machine.stats)
-            try:
-                run_machine(machine, profile=profile, seed_value=seed, export_to=args.export_dir,
-                            found_in=found_in if name == "differential" else "memconform-reference")
-            except Exception as e:
-                summary = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-                tallies[name].failures.append(f"seed {seed}: {type(e).__name__}: {summary}")
-                print(f"[{name}] FAILED (seed {seed}): {summary}", file=sys.stderr, flush=True)
-                if not machine.stats.exported[len(before.exported):]:
-                    traceback.print_exc(limit=3)
-            tallies[name].add(before, machine.stats)
+            _batch(name, args, spec, profile, tallies[name], first_seed, rng, target)
         first_seed = None
         if time.monotonic() >= deadline:
             break
-    print(report(tallies))
-    return 1 if any(t.failures for t in tallies.values()) else 0
+    findings = [f for t in tallies.values() for f in t.findings]
+    print(table(tallies))
+    executed = sum(t.executed for t in tallies.values())
+    run_verdict = verdict(findings, executed=executed, fail_on_hazard=fail_on_hazard(args))
+    print(f"memconform fuzz: {summary_line(findings)}; verdict {run_verdict}")
+    if not runnable:
+        print(f"memconform fuzz: no machine ran: every machine was refused for {spec.name}", file=sys.stderr)
+    elif not executed:
+        print(f"memconform fuzz: no machine executed a step against {spec.name}", file=sys.stderr)
+    report.stats = {"profile": profile, "minutes": args.minutes, "executed": executed,
+                    "steps": sum(t.steps for t in tallies.values())}
+    report.findings = findings
+    report.finish(run_verdict)
+    if args.json:
+        envelope.write(args.json, report, {"machines": [t.row(n) for n, t in tallies.items()]})
+    return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
 
 
-def report(tallies: dict[str, Tally]) -> str:
-    """One line per machine, then every failure with the file it was saved to."""
-    lines = [f"{'machine':<14} {'examples':>8} {'steps':>8} {'steps/s':>8} {'executed':>8} {'failures':>8}"]
+def _batch(name: str, args: argparse.Namespace, spec: PeerSpec, profile: str, tally: Tally,
+           first_seed: int | None, rng: random.SystemRandom, target: Path | None) -> None:
+    """One profile's worth of examples of one machine; a failure becomes a Finding."""
+    machine = load(name)
+    seed = first_seed if first_seed is not None else rng.randrange(2**32)
+    before = _snapshot(machine.stats)
+    try:
+        run_machine(machine, profile=profile, seed_value=seed, export_to=target, export=target is not None,
+                    found_in=tally.ran_against)
+    except Exception as e:
+        tally.add(before, machine.stats)
+        text = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        print(f"[{name}] FAILED (seed {seed}): {text}", file=sys.stderr, flush=True)
+        saved = machine.stats.exported[len(before.exported):]
+        tally.findings.append(Finding(
+            kind="driver-error" if isinstance(e, DriverError) else "machine-failure",
+            severity=VIOLATION,
+            clause=machine.CLAUSES[0],
+            impl=tally.ran_against,
+            op=name,
+            evidence=f"seed {seed}: {type(e).__name__}: {text}",
+            reproduce=f"memconform fuzz --impl {spec.name} --machine {name} --seed {seed} --profile {profile}",
+            regression=str(saved[-1]) if saved else "",
+        ))
+        return
+    tally.add(before, machine.stats)
+
+
+def table(tallies: dict[str, Tally]) -> str:
+    """One line per machine — what it ran against or why it was refused — then the findings."""
+    width = max([len("ran against"), *(len(t.ran_against) for t in tallies.values() if not t.refused)])
+    lines = [f"{'machine':<14} {'ran against':<{width}} {'examples':>8} {'steps':>8} {'steps/s':>8} "
+             f"{'executed':>8} {'findings':>8}"]
     for name, t in tallies.items():
-        rate = t.steps / t.seconds if t.seconds else 0.0
+        if t.refused:
+            lines.append(f"{name:<14} refused: {t.refused}")
+            continue
         share = t.executed / t.steps if t.steps else 0.0
-        lines.append(f"{name:<14} {t.examples:>8} {t.steps:>8} {rate:>8.0f} {share:>8.1%} {len(t.failures):>8}")
-    for name, t in tallies.items():
-        for f in t.failures:
-            lines.append(f"  {name}: {f}")
-        for path in t.exported:
-            lines.append(f"  {name}: saved {path}")
+        lines.append(f"{name:<14} {t.ran_against:<{width}} {t.examples:>8} {t.steps:>8} {t.rate:>8.0f} "
+                     f"{share:>8.1%} {len(t.findings):>8}")
+    for t in tallies.values():
+        for f in t.findings:
+            lines.append(f"  {f.line()}")
+            lines.append(f"    rerun: {f.reproduce}")
+            if f.regression:
+                lines.append(f"    saved: {f.regression}")
     return "\n".join(lines)

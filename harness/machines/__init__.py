@@ -3,7 +3,9 @@
 ``store_model`` (the reference vs the shadow, the exact SPEC-written store; module
 ``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_protocol``
 (logical lock holders), ``session`` (S-INJECT's injection state machine) and ``differential``
-(reference vs a peer through the protocol).  The registered names are what ``fuzz --machine``,
+(reference vs a peer through the protocol).  Each module's ``bind(spec, ops)`` makes its
+machine drive the named implementation or returns the one-line reason it cannot, so ``fuzz``
+never runs the reference while naming a peer.  The registered names are what ``fuzz --machine``,
 exported regressions and rerun commands use, so they stay when a module is renamed.  Each records its steps as a
 scenario and exports the shrunk failing example as a regression (``base``, ``export``).
 """
@@ -11,9 +13,12 @@ scenario and exports the shrunk failing example as a regression (``base``, ``exp
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..peers import PeerSpec
     from .base import Machine
 
 MACHINES: dict[str, str] = {
@@ -27,10 +32,29 @@ IN_PROCESS = ("store_model", "rollback", "lock_protocol", "session")
 """The machines that run the reference in process (the differential one needs a peer)."""
 
 
-def load(name: str) -> type[Machine]:
-    """The machine class registered under ``name``."""
+def _module(name: str) -> ModuleType:
     if name not in MACHINES:
         raise KeyError(f"unknown machine {name!r} (known: {', '.join(MACHINES)})")
-    module, cls = MACHINES[name].split(":")
-    machine: type[Machine] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return importlib.import_module(f"{__name__}.{MACHINES[name].split(':')[0]}")
+
+
+def bind(name: str, spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """Point machine ``name`` at ``spec``; None when it will drive it, else why it cannot."""
+    fn: Callable[..., str | None] = _module(name).bind
+    return fn(spec, ops, timeout=timeout)
+
+
+def unbind() -> None:
+    """Back to the defaults (the reference in process, the environment's peer); drivers closed."""
+    from . import differential, store_shadow, targets
+
+    store_shadow.StoreShadowMachine.target_spec = None
+    differential.configure_peer(None)
+    differential._Pool.close()
+    targets.Pool.close()
+
+
+def load(name: str) -> type[Machine]:
+    """The machine class registered under ``name``."""
+    machine: type[Machine] = getattr(_module(name), MACHINES[name].split(":")[1])
     return machine

@@ -59,6 +59,7 @@ class RunConfig:
     export_dir: Path | None = None
     seed: int | None = None
     found_in: str = "memconform-reference"
+    export: bool = True  # ``--no-export``: failures are reported, no scenario file written
 
 
 CONFIG = RunConfig()
@@ -128,6 +129,8 @@ class Machine(RuleBasedStateMachine):
             return
         stats = type(self).stats
         stats.failures.append(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+        if not CONFIG.export:
+            return
         try:
             data = self.scenario_for(error)
             if data is not None:
@@ -184,6 +187,7 @@ def run_machine(
     seed_value: int | None = None,
     export_to: Path | None = None,
     found_in: str | None = None,
+    export: bool = True,
     **overrides: Any,
 ) -> Stats:
     """Run one machine under a profile with an explicit seed; returns its counters.
@@ -196,8 +200,8 @@ def run_machine(
     if "max_examples" not in overrides:
         overrides["max_examples"] = max(1, round(base.max_examples * scale))
     test = seed(chosen)(get_state_machine_test(machine, settings=profiles.profile(profile, **overrides)))
-    previous = (CONFIG.export_dir, CONFIG.seed, CONFIG.found_in)
-    CONFIG.export_dir, CONFIG.seed = export_to or CONFIG.export_dir, chosen
+    previous = (CONFIG.export_dir, CONFIG.seed, CONFIG.found_in, CONFIG.export)
+    CONFIG.export_dir, CONFIG.seed, CONFIG.export = export_to or CONFIG.export_dir, chosen, export
     if found_in is not None:
         CONFIG.found_in = found_in
     stats = machine.stats
@@ -215,5 +219,5 @@ def run_machine(
         raise
     finally:
         stats.seconds += time.monotonic() - t0
-        CONFIG.export_dir, CONFIG.seed, CONFIG.found_in = previous
+        CONFIG.export_dir, CONFIG.seed, CONFIG.found_in, CONFIG.export = previous
     return stats

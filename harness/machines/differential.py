@@ -6,7 +6,8 @@ results exactly and errors by kind and code, files byte for byte — after repla
 sandbox's root by placeholders, treating lock and temporary names as volatile and comparing
 ``memory.jsonc`` by parsed value (``oracles.expect.normalise_files``).  The peer is
 ``MEMCONFORM_PI_CORE`` (or whatever ``configure_peer`` was given); without one the machine
-is not run.  A failure exports the steps with the reference's answers as expectations, so
+is not run.  ``fuzz`` binds it to the named peer (``bind``); for ``python`` it would compare
+the reference with itself, so it runs only when asked for by name.  A failure exports the steps with the reference's answers as expectations, so
 ``memconform replay`` passes on the reference and fails on the peer.
 """
 
@@ -125,6 +126,12 @@ atexit.register(_Pool.close)
 def configure_peer(spec: PeerSpec | None) -> None:
     """Choose the peer the machine compares the reference with (None: the environment's)."""
     DifferentialMachine.peer = spec
+
+
+def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """Compare the reference with ``spec`` (any driver: unsupported ops are skipped steps)."""
+    configure_peer(spec)
+    return None
 
 
 def current_peer() -> PeerSpec | None:

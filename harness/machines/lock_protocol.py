@@ -11,6 +11,11 @@ busy, from the lock's age and owner); never two live holders believe they hold t
 except through the documented race — no atomic compare-and-unlink (S-INV-9 a): a holder
 that unlinks a lock whose content changed since it looked displaces the lock's owner; that
 case is counted (``event``), not failed.  A believing holder's token is the lock's content.
+
+Reference only (``bind`` refuses every other implementation): the holders are logical — fake
+pids answered from a table, a clock per holder, one holder's attempt run *inside* another's
+at a chosen ``Fs`` call — and the drivers expose no lock op, only whole store operations.
+The lock attack on peers with real processes is ``memconform locks`` (the adversary matrix).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from reference.fs import Fs
 from reference.lock import HARD_STALE_MS, STALE_MS, release, try_acquire
 from reference.text import parse_int, trim
 
+from ..peers import PeerSpec
 from ..sandbox import Sandbox
 from .base import Machine, guarded, note
 
@@ -137,6 +143,14 @@ class Holder:
     clock: ControlledClock
     token: str | None = None  # what this process believes it holds
     last_token: str | None = None
+
+
+def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """The reference in process only; a peer is refused with the command that attacks it."""
+    if spec.kind == "python":
+        return None
+    return ("drives reference.lock with fake pids and per-holder clocks through the Fs seam; "
+            "drivers have no lock op (for a peer use `memconform locks`)")
 
 
 class LockProtocolMachine(Machine):

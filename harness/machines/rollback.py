@@ -14,6 +14,12 @@ fault-free outcome.  The real store then runs it with a ``NodeError`` raised at 
   its version before or its fault-free version after (S-WRITE-13, S-INV-8.8);
 * it returned → the result and the tree equal the twin's (the fault hit a call whose errors
   SPEC ignores, or recap retirement turned it into a diagnostic, S-RETIRE-5).
+
+Reference only (``bind`` refuses every other implementation): the fault lands at the k-th
+mutating call of the ``Fs`` seam, counted on a fault-free twin, and a second fault inside the
+rollback — a peer has no such seam.  strace errno injection counts syscalls, not ``Fs`` calls,
+and costs a traced process per faulted step; that attack on peers is ``memconform crash
+--errors``, which enumerates the faultable syscalls instead of sampling them.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from reference.text import decode_utf8, encode_utf8
 
 from ..faults.doubles import Call, FaultFs
 from ..oracles.invariants import check_store
+from ..peers import PeerSpec
 from ..regressions import content
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
@@ -55,6 +62,13 @@ STORE_DIRS = ("agent/memory", "home/.agents/memory")
 
 def _is_temp(rel: str) -> bool:
     return ".tmp-" in rel.rsplit("/", 1)[-1]
+
+
+def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """The reference in process only; a peer is refused with the command that attacks it."""
+    if spec.kind == "python":
+        return None
+    return "needs the Fs seam (faults at the k-th Fs call, in process); for a peer use `memconform crash --errors`"
 
 
 class RollbackMachine(Machine):

@@ -7,6 +7,11 @@ memory writes and configuration changes.  The machine predicts the four state va
 exact system prompt of every injected turn, the follow-up messages and the last section of
 ``HANDOFF.md``.  Invariants: injected turns are 1, N, 2N … after each reset; the handoff is
 injected once per compaction; custom-message runs change neither state nor files.
+
+Reference only, in process (``bind``): the machine needs the session's hooks, which the
+protocol carries as the ``hook`` op; the pi core driver and the opencode driver have no such
+op (the injection state machine lives in the pi extension and in the plugin's system
+transform, not in the module the drivers load), so a peer is refused with that reason.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from reference.store import Store
 
 from ..oracles.shadow import stamp
 from ..oracles.spec import INITIAL_INDEX
+from ..peers import PeerSpec
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW
 from .base import Machine, guarded
@@ -92,6 +98,15 @@ class Config:
 
     def rules_md(self) -> str:
         return "## Always persist\n- Fixes" if self.rules else ""
+
+
+def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """The reference in process; a peer is refused (no ``hook`` op, or not ported to it)."""
+    if spec.kind == "python":
+        return None
+    if "hook" not in ops:
+        return "the driver has no `hook` op (S-INJECT lives in the host extension, not the loaded module)"
+    return "the machine calls the reference Session in process; driving a `hook` op is not built"
 
 
 class SessionMachine(Machine):

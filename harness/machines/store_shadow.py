@@ -1,7 +1,14 @@
-"""The reference ``Store`` against the shadow, on real temporary directories.
+"""A store — the reference, or any implementation's driver — against the shadow, on real files.
 
 The machine is registered (and exports, and is rerun) as ``store_model``; the module is named
 for what it compares with: ``harness.oracles.shadow``, the exact SPEC-written store.
+
+It drives whatever ``bind`` chose (``machines.targets``): by default the reference ``Server``
+in process (fast), else a driver process through the peer protocol, pooled and ``reset``
+between examples.  The shadow predicts openpi's result texts and files byte for byte (SPEC is
+written from them), so ``python`` and ``pi:`` are driven; ``opencode:`` words its results
+differently and has no search or index readers, so the machine refuses it (``refusal``).
+Driver stderr is not checked: it is the implementation's console, not SPEC's diagnostics.
 
 Every rule runs one operation on the store and the same operation on the shadow
 (``shadow.py``), then compares the result string exactly; after every step the whole sandbox
@@ -17,27 +24,32 @@ kinds are checked too (``kinds``), since the linearizability checker relies on t
 from __future__ import annotations
 
 import os
-import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.clock import ControlledClock, parse_instant
+from reference.clock import parse_instant
 from reference.store import Store
-from reference.text import UNDEFINED, trim
+from reference.text import trim
 
 from ..oracles import kind_model
 from ..oracles.grammar import first_date, parse
 from ..oracles.invariants import check_store
 from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
+from ..peers import PeerSpec
 from ..regressions import content
-from ..sandbox import Sandbox, snapshot
+from ..sandbox import snapshot
 from ..scenarios import DEFAULT_NOW
 from . import strategies as S
 from .base import Machine, guarded
+from .targets import Target, opener
+
+NEEDED_OPS = frozenset({
+    "reset", "set_clock", "write_memory", "remove_memory", "pin_memory", "retire_recaps",
+    "search", "read_index", "index_entries", "topic_content",
+})
 
 NOW_MS = parse_instant(DEFAULT_NOW)
 _NOTHING = object()
@@ -50,21 +62,33 @@ SCRIBBLES = (
 WRITTEN = {"created", "updated", "removed", "pinned", "unpinned"}
 
 
+def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """Make the machine drive ``spec``; or say in one line why it cannot."""
+    if spec.kind == "opencode":
+        return ("the shadow predicts openpi's result texts and files; opencode words its results "
+                "differently and has no search/index readers (use `memconform conformance`)")
+    missing = sorted(NEEDED_OPS - ops)
+    if missing:
+        return f"the driver lacks the ops {', '.join(missing)}"
+    StoreShadowMachine.target_spec = None if spec.kind == "python" else spec
+    StoreShadowMachine.target_timeout = timeout
+    return None
+
+
 class StoreShadowMachine(Machine):
     """Store vs shadow: exact results and files after every step (S-WRITE … S-DISP, S-INV-2)."""
 
     NAME = "store_model"
     CLAUSES = ("S-WRITE-12", "S-IDX-4", "S-INV-2")
     store_class: ClassVar[type[Store]] = Store
+    target_spec: ClassVar[PeerSpec | None] = None  # None: the reference in process
+    target_timeout: ClassVar[float] = 15.0
 
     def __init__(self) -> None:
         super().__init__()
-        self.sandbox = Sandbox.create()
-        self.clock = ControlledClock(NOW_MS)
-        self.diagnostics: list[str] = []
-        self.store = self.store_class(
-            self.sandbox.env(), clock=self.clock, diagnostics=self.diagnostics.append
-        )
+        spec = type(self).target_spec
+        self.target: Target = opener(spec, timeout=self.target_timeout, store_class=self.store_class)(NOW_MS)
+        self.sandbox = self.target.sandbox
         self.shadow = Shadow(NOW_MS)
         self.covered = True
         # the kind model's state; None once the run leaves its domain (tampering, flags …)
@@ -72,7 +96,7 @@ class StoreShadowMachine(Machine):
         self.last_written: tuple[str, str] | None = None  # (directory rel, filename)
 
     def teardown(self) -> None:
-        shutil.rmtree(self.sandbox.root, ignore_errors=True)
+        self.target.done()
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -97,10 +121,20 @@ class StoreShadowMachine(Machine):
             self.kinds = None
             return _NOTHING
 
+    def _call(self, op: str, args: dict[str, Any]) -> Any:
+        """One op on the target; an error answer fails the step (SPEC ops return texts)."""
+        answer = self.target.call(op, args)
+        if not answer.ok:
+            self.recorder.step(op, args)
+            raise AssertionError(f"{op} {args!r} raised on {self.target.name}: {answer.error}")
+        return answer.result
+
     def _check(self, op: str, args: dict[str, Any], expected: Any, actual: Any) -> None:
         self.recorder.step(op, args, **({} if expected is _NOTHING else {"result": expected}))
         if expected is not _NOTHING:
-            assert actual == expected, f"{op} {args!r}:\n  shadow:    {expected!r}\n  reference: {actual!r}"
+            assert actual == expected, (
+                f"{op} {args!r}:\n  shadow:    {expected!r}\n  {self.target.name}: {actual!r}"
+            )
 
     def _check_kind(self, op: str, args: dict[str, Any], actual: str) -> None:
         if self.kinds is None:
@@ -163,9 +197,7 @@ class StoreShadowMachine(Machine):
         expected = self._expect(
             lambda: self.shadow.write(topic, text, summary, pin, mode.get("mode"), mode.get("overwrite"))
         )
-        actual = self.store.execute_write_memory(
-            topic, text, summary, pin, mode.get("mode", "append"), mode.get("overwrite", UNDEFINED)
-        )
+        actual = self._call("write_memory", args)
         self._check("write_memory", args, expected, actual)
         kind = kind_model.result_kind(actual)
         if kind != "invalid":
@@ -186,7 +218,7 @@ class StoreShadowMachine(Machine):
     def remove(self, data: st.DataObject) -> None:
         topic = self._lookup(data)
         expected = self._expect(lambda: self.shadow.remove(topic))
-        actual = self.store.execute_remove_memory(topic)
+        actual = self._call("remove_memory", {"topic": topic})
         self._check("remove_memory", {"topic": topic}, expected, actual)
         self._check_kind("remove_memory", {"topic": topic}, actual)
         self._after_mutation(kind_model.result_kind(actual))
@@ -197,7 +229,7 @@ class StoreShadowMachine(Machine):
     def pin(self, data: st.DataObject, on: bool) -> None:
         topic = self._lookup(data)
         expected = self._expect(lambda: self.shadow.pin(topic, on))
-        actual = self.store.execute_pin_memory(topic, on)
+        actual = self._call("pin_memory", {"topic": topic, "pin": on})
         self._check("pin_memory", {"topic": topic, "pin": on}, expected, actual)
         self._check_kind("pin_memory", {"topic": topic, "pin": on}, actual)
         self._after_mutation(kind_model.result_kind(actual))
@@ -207,7 +239,7 @@ class StoreShadowMachine(Machine):
     @guarded
     def retire(self) -> None:
         self._expect(self.shadow.retire)
-        self.store.retire_recap_entries()
+        self._call("retire_recaps", {})
         self.recorder.step("retire_recaps", {}, result=None)
         self.recorder.clause("S-RETIRE-3")
         self.executed("retire")
@@ -216,7 +248,7 @@ class StoreShadowMachine(Machine):
     @guarded
     def search(self, query: str) -> None:
         expected = self._expect(lambda: self.shadow.search(query))
-        actual = [h.to_js() for h in self.store.search_memory(query)]
+        actual = self._call("search", {"query": query})
         self._check("search", {"query": query}, expected, actual)
         self.executed("search", f"{min(len(actual), 3)}+ hits")
 
@@ -224,15 +256,16 @@ class StoreShadowMachine(Machine):
     @guarded
     def read_index(self, max_lines: int | None) -> None:
         expected = self._expect(lambda: self.shadow.read_index(max_lines))
-        actual = self.store.read_memory_index(UNDEFINED if max_lines is None else max_lines)
-        self._check("read_index", {} if max_lines is None else {"maxLines": max_lines}, expected, actual)
+        args: dict[str, Any] = {} if max_lines is None else {"maxLines": max_lines}
+        actual = self._call("read_index", args)
+        self._check("read_index", args, expected, actual)
         self.executed("read_index")
 
     @rule()
     @guarded
     def index_entries(self) -> None:
         expected = self._expect(self.shadow.index_entries)
-        actual = [asdict(e) for e in self.store.read_index_entries()]
+        actual = self._call("index_entries", {})
         self._check("index_entries", {}, expected, actual)
         self.executed("index_entries", f"{min(len(actual), 3)}+ entries")
 
@@ -244,15 +277,15 @@ class StoreShadowMachine(Machine):
         use_known = bool(known) and data.draw(st.booleans())
         filename = data.draw(st.sampled_from(known)) if use_known else data.draw(pool)
         expected = self._expect(lambda: self.shadow.topic_content(filename))
-        actual = self.store.read_topic_content(filename)
+        actual = self._call("topic_content", {"filename": filename})
         self._check("topic_content", {"filename": filename}, expected, actual)
         self.executed("topic_content")
 
     @rule(seconds=st.sampled_from((3600, 86_400, 3 * 86_400, 200 * 86_400)))
     @guarded
     def advance_clock(self, seconds: int) -> None:
-        self.clock.advance(seconds * 1000)
         self.shadow.now += seconds * 1000
+        self.target.set_clock(self.shadow.now)
         self.recorder.step("advance_clock", {"seconds": seconds})
         self.recorder.clause("S-IDX-6")
         self.executed("advance_clock")
@@ -378,12 +411,12 @@ class StoreShadowMachine(Machine):
                 first = diff[0]
                 raise AssertionError(
                     f"files differ from the shadow at {diff}: {first}:\n"
-                    f"  shadow:    {expected.get(first)!r}\n  reference: {actual.get(first)!r}"
+                    f"  shadow:    {expected.get(first)!r}\n  {self.target.name}: {actual.get(first)!r}"
                 )
         leftovers = check_store(self.root / "agent/memory", ("leftovers",))
         leftovers += check_store(self.root / "home/.agents/memory", ("leftovers",))
         assert not leftovers, "; ".join(map(str, leftovers))
-        assert not self.diagnostics, f"unexpected diagnostics: {self.diagnostics}"
+        assert not self.target.diagnostics(), f"unexpected diagnostics: {self.target.diagnostics()}"
 
     def _resync(self, files: dict[str, bytes]) -> None:
         try:

@@ -55,6 +55,21 @@ def test_store_machine_keeps_its_registered_name() -> None:
     assert load("store_model") is StoreShadowMachine and StoreShadowMachine.NAME == "store_model"
 
 
+def test_store_machine_through_a_driver(export_dir: Path) -> None:
+    """The store machine's protocol path (what drives pi:), on ``python -m reference serve``:
+    one pooled driver, ``reset`` between examples, the shadow's texts and files exactly."""
+    from harness.machines import unbind
+
+    StoreShadowMachine.target_spec = PeerSpec("python")
+    try:
+        StoreShadowMachine.stats.reset()
+        stats = run_machine(StoreShadowMachine, max_examples=10)
+    finally:
+        unbind()
+    assert StoreShadowMachine.target_spec is None
+    assert stats.steps > 0 and stats.executed_share >= 0.9
+
+
 @pytest.fixture
 def peer_pool() -> Iterator[None]:
     yield
@@ -108,8 +123,8 @@ def test_failing_example_is_exported_and_replays(
 
 def test_fuzz_command_reports_and_exports_nothing_when_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "regs"
-    code = cli.main(["fuzz", "--impl", "python", "--minutes", "0", "--machine", "lock_protocol",
-                     "--export-dir", str(out)])
+    code = cli.main(["fuzz", "--impl", "python", "--minutes", "0.001", "--machine", "lock_protocol",
+                     "--export", str(out)])
     text = capsys.readouterr().out
     assert code == 0
     assert "lock_protocol" in text and "steps/s" in text
