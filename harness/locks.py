@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .availability import LockState, measure
 from .oracles.kind_model import BUSY, result_kind
 from .oracles.spec import LOCK_NAME
 from .peers import DriverError, PeerSpec, start_driver
@@ -88,6 +89,8 @@ class CellResult:
     verdict: str
     seconds: float
     detail: str = ""
+    unavailable: float | None = 0.0  # lock age (s) at a fresh writer's first success; None: never
+    store: str = ""  # the locked directory, relative to the sandbox
 
     @property
     def timely(self) -> bool:
@@ -190,7 +193,11 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
             kind = result_kind(answer.result)
             if kind == BUSY:
                 intact = _lock_state(lock) == before
-                return CellResult(cell, expected, "busy", seconds, "" if intact else "lock changed while busy")
+                outage = measure(spec, sb, [lock], env=env, from_age=cell.age + 1, timeout=timeout, wrapper=wrapper)
+                return CellResult(
+                    cell, expected, "busy", seconds, "" if intact else "lock changed while busy", outage.seconds,
+                    os.path.relpath(directory, sb.root),
+                )
             if kind == "created":
                 verdict = "acquire" if cell.content == "absent" else "reclaim"
                 left = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
@@ -200,6 +207,79 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
         return CellResult(cell, expected, "error", 0.0, str(e))
     finally:
         shutil.rmtree(sb.root, ignore_errors=True)
+
+
+_WHAT = {
+    "empty": ("an empty .lock (as a failed token write or a kill before it leaves)", "S-LOCK-3",
+              "no readable pid, the owner counts as alive until the lock is 60 s old"),
+    "garbage": ("a .lock holding garbage", "S-LOCK-3", "no readable pid, alive until 60 s old"),
+    "partial": ("a .lock whose pid and time fields are lost", "S-LOCK-3", "no readable pid, alive until 60 s old"),
+    "huge": ("a 2 MiB .lock with no pid", "S-LOCK-3", "no readable pid, alive until 60 s old"),
+    "symlink": ("a symlink at .lock", "S-LOCK-2", "step 3 never reclaims a non-regular lock"),
+    "fifo": ("a FIFO at .lock", "S-LOCK-2", "step 3 never reclaims a non-regular lock"),
+    "directory": ("a directory at .lock (a mkdir-style lock or a backup restore)", "S-LOCK-2",
+                  "step 3 never reclaims a non-regular lock"),
+}
+_HOLDER = {
+    "alive": "a live owner's .lock",
+    "foreign-user": "a .lock whose owner runs as another user (EPERM counts as alive)",
+    "holder-other-uid": "a live owner's .lock (another uid)",
+    "dead": "a dead owner's .lock",
+    "reused": "a dead owner's .lock whose pid a live process reuses",
+}
+
+
+def lock_state(cell: Cell) -> LockState:
+    """The cell's planted state in a user's words, with the clause that makes it last."""
+    if cell.content == "valid":
+        what = _HOLDER[cell.holder]
+        if cell.holder == "reused":
+            return LockState(cell.name, what, "S-INV-9", "(c) a reused pid makes a dead owner look alive", weakness=True)
+        live = cell.holder in ("alive", "foreign-user", "holder-other-uid")
+        return LockState(cell.name, what, "S-LOCK-3", "", live_owner=live)
+    what, clause, why = _WHAT.get(cell.content, (f"a {cell.content} .lock", "S-LOCK-2", ""))
+    return LockState(cell.name, what, clause, why)
+
+
+def scenario_for(cell: Cell, store: str, verdict: str = "busy") -> dict[str, object]:
+    """A replayable scenario planting the cell's lock in ``store`` (relative to the sandbox),
+    then writing: the write must answer busy (the outage a hazard names, or SPEC's busy
+    within its window), or — where SPEC reclaims — create the topic."""
+    lock = f"{store}/{LOCK_NAME}"
+    steps: list[dict[str, object]] = []
+    given: dict[str, object] = {}
+    if cell.mode == "shared":
+        given = {"files": {"agent/memory.jsonc": '{"shared_dir": true}\n',
+                           "home/.config/opencode/memory.jsonc": '{"shared_dir": true}\n'}}
+    plant: dict[str, dict[str, object]] = {
+        "empty": {"op": "plant_lock", "args": {"dir": store, "content": "", "age_seconds": cell.age}},
+        "garbage": {"op": "plant_lock", "args": {"dir": store, "content": "garbage", "age_seconds": cell.age}},
+        "partial": {"op": "plant_lock", "args": {"dir": store, "content": "\t\tmatrix", "age_seconds": cell.age}},
+        "huge": {"op": "plant_lock", "args": {"dir": store, "content": "x" * 4096, "age_seconds": cell.age}},
+        "directory": {"op": "mkdir", "args": {"path": lock}},
+        "fifo": {"op": "mkfifo", "args": {"path": lock}},
+        "symlink": {"op": "symlink", "args": {"path": lock, "target": "${ROOT}/outside-target"}},
+    }
+    if cell.content == "valid":
+        pid = "dead" if cell.holder == "dead" else "self"  # any live pid stands for a live holder
+        steps.append({"op": "plant_lock", "args": {"dir": store, "pid": pid, "age_seconds": cell.age}})
+    else:
+        steps.append(plant[cell.content])
+    write: dict[str, object] = {"op": "write_memory", "args": {"topic": "Matrix", "content": "x", "summary": "s"}}
+    if verdict == "busy":
+        window = spec_seconds(cell) or (0.5 if cell.mode == "local" else 3.0)
+        write["expect"] = {"result": BUSY_TEXT, "max_seconds": window + 1.0}
+        write["note"] = "the planted lock state refuses the write (S-LOCK-8) within the policy's window"
+        then: dict[str, object] = {"absent": [f"{store}/matrix.md"]}
+    else:
+        write["expect"] = {"result_matches": "^(Created memory topic|Memory created:)"}
+        write["note"] = "SPEC reclaims this lock (S-LOCK-2/3): the write goes through"
+        then = {"present": [f"{store}/matrix.md"]}
+    steps.append(write)
+    return {"clock": {"mode": "offset"}, "given": given, "steps": steps, "then": then}
+
+
+BUSY_TEXT = "Error: memory store is busy (another tool or process holds the lock) — please retry in a moment."
 
 
 def _lock_state(lock: Path) -> bytes | str:

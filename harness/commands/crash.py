@@ -2,28 +2,39 @@
 
 Real processes under strace for any implementation (``harness.faults.campaigns``), or, with
 ``--explore``, the in-process explorer of the reference with its persistence models
-(``harness.faults.explorer``).  Exit status 1 when any run shows a violation.  The CLI loads
-every command to build its parser, so the strace and explorer machinery is imported only when
-this command runs.
+(``harness.faults.explorer``).  Every finding is a ``Finding`` printed by default — an op that
+failed yet left the store changed (``failed-part-way``) and a left lock that refuses writes
+for 60 s or more (``unavailable``) are hazards, S-INV-9 weaknesses carry the rate at which
+they happened — and each is exported as a replayable regression.  The CLI loads every
+command to build its parser, so the strace and explorer machinery is imported only when this
+command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
-import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import envelope
 from ..faults import ERRNOS, MODELS
 from ..faults.cases import CASES, OpCase
-from ..oracles.crash_judge import Intent
-from ..peers import PeerSpec
-from ..scenarios import content_bytes, load_file
-from .common import add_impl_arguments
+from ..oracles.crash_judge import CrashFinding, Intent
+from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_line, verdict
+from ..peers import PeerSpec, preflight
+from ..regressions import export
+from ..scenarios import ScenarioError, content_bytes, load_file
+from .common import (
+    add_impl_arguments,
+    add_report_arguments,
+    export_dir,
+    fail_on_hazard,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from ..faults.campaigns import CaseReport
@@ -32,24 +43,42 @@ NAME = "crash"
 HELP = "kill or fail an operation at each store-touching syscall and check the crash states"
 
 
+class UsageError(Exception):
+    """A bad argument found after parsing (a case name, a scenario file): one line, exit 2."""
+
+
+def points_arg(text: str) -> str:
+    """``publishing`` or comma-separated indexes and ranges of integers ≥ 1 (``1,4-6``)."""
+    if text == "publishing":
+        return text
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()) or int(lo) < 1 or (hi and int(hi) < int(lo)):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give call indexes as integers >= 1 and ranges (1,4-6), or 'publishing'"
+            )
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
+    add_report_arguments(p)
     p.add_argument(
         "--op", action="append", default=[], metavar="CASE|all|SCENARIO.json",
         help=f"op case ({', '.join(CASES)}), 'all', or a scenario file whose last step is crashed",
     )
     p.add_argument("--errors", action="store_true", help="inject errors instead of kills: the op must fail and roll back")
     p.add_argument("--errno", action="append", default=[], choices=tuple(ERRNOS), help="errors to inject (default: all)")
-    p.add_argument("--points", help="only these call indexes (1,4-6), or 'publishing' (namespace changes and the lock)")
+    p.add_argument("--points", type=points_arg,
+                   help="only these call indexes (1,4-6), or 'publishing' (namespace changes and the lock)")
     p.add_argument("--no-recover", action="store_true", help="skip the recovery run after each kill")
-    p.add_argument("--parallel", type=int, default=1, help="cases run at once (one sandbox each)")
+    p.add_argument("--parallel", type=positive_int, default=1, help="cases run at once (one sandbox each)")
     p.add_argument("--explore", action="store_true", help="in-process explorer of the reference (no processes)")
     p.add_argument("--exhaustive", action="store_true", help="explorer: every sequence of <= --max-ops ops")
-    p.add_argument("--topics", type=int, default=2, help="exhaustive: number of topics (2-3)")
-    p.add_argument("--max-ops", type=int, default=3, help="exhaustive: longest sequence")
+    p.add_argument("--topics", type=positive_int, default=2, help="exhaustive: number of topics (2-3)")
+    p.add_argument("--max-ops", type=positive_int, default=3, help="exhaustive: longest sequence")
     p.add_argument("--models", default=",".join(MODELS), help="explorer persistence models")
-    p.add_argument("--verbose", action="store_true", help="show every point, not only failing ones")
-    p.add_argument("--json", type=Path, help="write a JSON report")
+    p.add_argument("--verbose", action="store_true", help="show every point, not only those with findings")
 
 
 def _points(text: str | None) -> Any:
@@ -61,7 +90,7 @@ def _points(text: str | None) -> Any:
         return publishing_calls
     chosen: set[int] = set()
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
+        lo, _, hi = part.strip().partition("-")
         chosen.update(range(int(lo), int(hi or lo) + 1))
     return lambda i, _call: i in chosen
 
@@ -69,10 +98,15 @@ def _points(text: str | None) -> Any:
 def case_from_scenario(path: Path) -> OpCase:
     """A scenario as an op case: its ``given`` files and its last step (other steps must be
     file actions or absent); what the op may change is taken from the scenario's intent."""
-    sc = load_file(path)
+    if not path.is_file():
+        raise UsageError(f"--op {path}: no such scenario file")
+    try:
+        sc = load_file(path)
+    except ScenarioError as e:
+        raise UsageError(f"--op {path}: {e}") from None
     steps = [s for s in sc.steps if s.op not in ("put_file", "delete_file", "advance_clock")]
     if len(steps) != 1:
-        raise SystemExit(f"{path}: crash needs exactly one operation step, found {len(steps)}")
+        raise UsageError(f"--op {path}: crash needs exactly one operation step, found {len(steps)}")
     step = steps[-1]
     given = {rel: content_bytes(c).decode("utf-8", "replace") for rel, c in sc.data.get("given", {}).get("files", {}).items()}
     op, args = step.op, dict(step.args)
@@ -95,15 +129,38 @@ def _cases(names: list[str], impl: str) -> list[OpCase]:
         elif name in CASES:
             out.append(CASES[name])
         else:
-            raise SystemExit(f"unknown op case {name!r} (known: {', '.join(CASES)}, all, or a scenario file)")
+            raise UsageError(f"unknown op case {name!r} (known: {', '.join(CASES)}, all, or a scenario file)")
     return out
 
 
-def _explore(args: argparse.Namespace, cases: list[OpCase]) -> int:
+def _explorer_findings(result: Any, impl: str, reproduce: str) -> list[Finding]:
+    out: list[Finding] = []
+    for model, m in result.models.items():
+        for counter, severity, prefix in ((m.by_clause, "violation", ""), (m.weakness, "weakness", "weakness ")):
+            for key, n in sorted(counter.items()):
+                clause, _, kind = key.partition(" ")
+                out.append(Finding(kind, severity, clause, impl, f"explore [{model}]",
+                                   evidence=f"{m.examples[prefix + key]} ({n} of {m.states} states)", reproduce=reproduce))
+    return out
+
+
+def _fault_findings(case: OpCase, where_findings: list[tuple[str, CrashFinding]], runs: int, impl: str,
+                    reproduce: str) -> list[Finding]:
+    counts: dict[tuple[str, ...], int] = {}
+    firsts: dict[tuple[str, ...], Finding] = {}
+    for where, cf in where_findings:
+        f = cf.finding(impl=impl, op=f"{case.name} (in process)", syscall=where.split(" at call ")[-1], reproduce=reproduce)
+        counts[f.key] = counts.get(f.key, 0) + 1
+        firsts.setdefault(f.key, f)
+    return [Finding(f.kind, f.severity, f.clause, f.impl, f.op, f.syscall, f"{f.evidence} ({counts[k]} of {runs} runs)",
+                    f.reproduce, path=f.path) for k, f in firsts.items()]
+
+
+def _explore(args: argparse.Namespace, cases: list[OpCase], impl: str, reproduce: str) -> tuple[list[Finding], int, dict[str, Any]]:
     models = [m for m in args.models.split(",") if m]
     unknown = set(models) - set(MODELS)
     if unknown:
-        raise SystemExit(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(MODELS)}")
+        raise UsageError(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(MODELS)}")
     from ..faults.campaigns import fault_case
     from ..faults.explorer import Explorer
 
@@ -116,36 +173,74 @@ def _explore(args: argparse.Namespace, cases: list[OpCase]) -> int:
             ex.explore_case(case)
         result = ex.result
     print(result.render())
-    fault_violations = 0
+    findings = _explorer_findings(result, impl, reproduce)
+    executed = result.states
     if args.errors:
         for case in cases:
             report = fault_case(case, tuple(args.errno) or tuple(ERRNOS))
-            fault_violations += sum(f.severity == "violation" for _where, f in report.findings)
+            findings += _fault_findings(case, report.findings, report.runs, impl, reproduce)
+            executed += report.runs
             print(report.render())
-    if args.json:
-        data = {m: {"states": s.states, "distinct": s.distinct, "violating": s.violating,
-                    "violations": dict(s.by_clause), "weaknesses": dict(s.weakness), "allowed": dict(s.allowed)}
-                for m, s in result.models.items()}
-        args.json.write_text(json.dumps({"seconds": result.seconds, "models": data}, indent=2))
-    return 1 if result.violations or fault_violations else 0
+    stats = {"seconds": result.seconds, "states": result.states,
+             "models": {m: {"states": s.states, "distinct": s.distinct, "violating": s.violating,
+                            "allowed": dict(s.allowed)} for m, s in result.models.items()}}
+    return findings, executed, stats
+
+
+def _export(spec: PeerSpec, reports: list[CaseReport], cases: list[OpCase], impl: str, reproduce: str,
+            directory: Path | None) -> list[Finding]:
+    from ..faults.outcomes import scenario_for
+
+    by_name = {c.name: c for c in cases}
+    out: list[Finding] = []
+    for r in reports:
+        case = by_name[r.case]
+        before = case.files(spec.kind)
+        for f, p in r.findings(impl, reproduce):
+            if directory is not None:
+                fault: dict[str, Any] = {"syscall": p.name, "index": p.index,
+                                         "action": "kill" if p.fault == "SIGKILL" else "error"}
+                if p.fault != "SIGKILL":
+                    fault["errno"] = p.fault
+                scenario = scenario_for(f, case, spec.kind, before=before, left=p.left,
+                                        inject=p.inject, fault=fault)
+                f = export(f, scenario, directory)
+            out.append(f)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as e:
+        sys.stdout.flush()
+        print(f"memconform crash: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
     cases = _cases(args.op, spec.kind)
+    if not cases:
+        raise UsageError(f"no op case applies to {spec.kind} (known: {', '.join(CASES)})")
+    report = envelope.RunReport(command=envelope.argv())
+    reproduce = " ".join(report.command)
+    on_hazard = fail_on_hazard(args)
     if args.explore or args.exhaustive:
         if spec.kind != "python":
-            raise SystemExit("--explore runs the reference in process; use --impl python")
-        return _explore(args, cases)
+            raise UsageError("--explore runs the reference in process; use --impl python")
+        report.impls = [envelope.ImplInfo("python", "memconform-reference (in process)", "unknown")]
+        findings, executed, stats = _explore(args, cases, "reference (in process)", reproduce)
+        return _finish(args, report, dedupe(findings), executed, stats, on_hazard)
     from ..faults.campaigns import crash_runs, error_runs
     from ..faults.strace import strace_unavailable
 
     reason = strace_unavailable()
     if reason:
-        print(f"memconform crash: {reason}", file=sys.stderr)
-        return 2
-    only = _points(args.points)
-    started = time.monotonic()
+        raise UsageError(reason)
+    report.impls = preflight([spec], timeout=args.timeout)
+    impl = f"{report.impls[0].name} {report.impls[0].version}"
+    only: Callable[[int, Any], bool] | None = _points(args.points)
 
     def one(case: OpCase) -> CaseReport:
         if args.errors:
@@ -156,17 +251,38 @@ def run(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         reports = list(pool.map(one, cases))
     runs = sum(len(r.points) for r in reports)
-    bad = sum(r.violations for r in reports)
     for r in reports:
         print(r.render(args.verbose), flush=True)
-    elapsed = time.monotonic() - started
+    elapsed = report.finish("error").seconds
     print(f"\n{spec.name}: {len(reports)} op cases, {runs} runs in {elapsed:.1f} s "
-          f"({runs / elapsed if elapsed else 0:.1f} runs/s), {bad} with violations")
+          f"({runs / elapsed if elapsed else 0:.1f} runs/s), {sum(r.violations for r in reports)} with violations")
+    findings = _export(spec, reports, cases, impl, reproduce, export_dir(args))
+    stats = {"cases": len(reports), "runs": runs, "runs_per_second": round(runs / elapsed, 2) if elapsed else 0.0,
+             "missed": sum(p.missed is not None for r in reports for p in r.points),
+             "unavailable": {f"{r.case} #{p.index} {p.fault}": p.outage.seconds
+                             for r in reports for p in r.points if p.outage is not None}}
+    extra = {"cases": [
+        {"impl": r.impl, "case": r.case, "mode": r.mode, "calls": r.calls, "seconds": r.seconds,
+         "points": [{"index": p.index, "call": p.call, "fault": p.fault, "answer": p.answer, "missed": p.missed,
+                     "allowed": sorted(p.verdict.allowed),
+                     "unavailable": None if p.outage is None else p.outage.seconds,
+                     "lock_left": p.outage is not None} for p in r.points]}
+        for r in reports]}
+    return _finish(args, report, findings, runs, stats, on_hazard, extra)
+
+
+def _finish(args: argparse.Namespace, report: envelope.RunReport, findings: list[Finding], executed: int,
+            stats: dict[str, Any], on_hazard: bool, extra: dict[str, Any] | None = None) -> int:
+    for f in findings:
+        print(f.line() + (f" -> {f.regression}" if f.regression else ""))
+    run_verdict = verdict(findings, executed=executed, fail_on_hazard=on_hazard)
+    report.findings = findings
+    report.stats = stats
+    report.finish(run_verdict)
+    what = {"pass": "no finding", "hazard": "hazards SPEC allows (exit 0 unless --fail-on hazard)",
+            "fail": "violations" if any(f.severity == "violation" for f in findings) else "hazards (--fail-on hazard)",
+            "error": "nothing ran"}.get(run_verdict, run_verdict)
+    print(f"{summary_line(findings)}; verdict {run_verdict}: {what}")
     if args.json:
-        args.json.write_text(json.dumps([
-            {"impl": r.impl, "case": r.case, "mode": r.mode, "calls": r.calls, "seconds": r.seconds,
-             "points": [{"index": p.index, "call": p.call, "fault": p.fault, "answer": p.answer, "missed": p.missed,
-                         "allowed": sorted(p.verdict.allowed),
-                         "findings": [str(f) for f in [*p.verdict.findings, *p.recovery]]} for p in r.points]}
-            for r in reports], indent=2))
-    return 1 if bad else 0
+        envelope.write(args.json, report, extra)
+    return exit_code(run_verdict, fail_on_hazard=on_hazard)

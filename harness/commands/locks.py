@@ -1,4 +1,10 @@
-"""``memconform locks``: the lock adversary matrix for one implementation."""
+"""``memconform locks``: the lock adversary matrix for one implementation.
+
+Each cell's verdict is judged by SPEC (S-LOCK-2/3/6/7); each cell that ends busy also gets the
+``unavailable`` column: how long (in lock-age time, ``harness.availability``) a fresh writer
+of the same implementation stays refused.  A SPEC-conformant outage of 60 s or more is a
+hazard, shown by default, counted in the summary and exported as a replayable regression.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +12,97 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from ..locks import MODES, CellResult, cells, run_matrix, spec_seconds, two_reclaimers_race
-from ..peers import PeerSpec
-from .common import add_impl_arguments
+from .. import envelope
+from ..availability import hazard_for
+from ..locks import (
+    MODES,
+    CellResult,
+    cells,
+    lock_state,
+    run_matrix,
+    scenario_for,
+    spec_seconds,
+    two_reclaimers_race,
+)
+from ..oracles.findings import (
+    VIOLATION,
+    WEAKNESS,
+    Finding,
+    dedupe,
+    exit_code,
+    summary_line,
+    verdict,
+)
+from ..peers import PeerSpec, preflight
+from ..regressions import export
+from .common import (
+    add_impl_arguments,
+    add_report_arguments,
+    export_dir,
+    fail_on_hazard,
+    positive_int,
+)
 
 NAME = "locks"
-HELP = "lock file states x holders x ages x modes: the verdict and time each implementation reaches"
+HELP = "lock file states x holders x ages x modes: the verdict, time and outage each implementation reaches"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
+    add_report_arguments(p)
     p.add_argument("--mode", choices=MODES, action="append", help="local and/or shared (default both)")
-    p.add_argument("--parallel", type=int, default=16)
+    p.add_argument("--parallel", type=positive_int, default=16)
 
 
 def _row(r: CellResult) -> str:
     mark = "ok  " if r.ok else ("TIME" if r.verdict == r.expected else "DIFF")
     want = f"{r.expected} ~{spec_seconds(r.cell):.1f}s"
-    return f"{mark} {r.cell.name:<38} spec {want:<14} got {r.verdict:<8} {r.seconds:6.2f}s {r.detail}"
+    outage = "" if r.verdict != "busy" else ("never" if r.unavailable is None else f"{r.unavailable:g}s")
+    return (f"{mark} {r.cell.name:<38} spec {want:<14} got {r.verdict:<8} {r.seconds:6.2f}s "
+            f"unavailable {outage:<6} {r.detail}").rstrip()
+
+
+def reproduce(spec: PeerSpec, r: CellResult) -> str:
+    return f"memconform locks --impl {spec.name} --mode {r.cell.mode}"
+
+
+def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tuple[Finding, CellResult]]:
+    """The matrix's findings: a verdict SPEC forbids (violation), an outage ≥ 60 s (hazard)."""
+    out: list[tuple[Finding, CellResult]] = []
+    for r in results:
+        if r.verdict == "skipped":
+            continue
+        if not r.ok:
+            out.append((Finding(
+                "lock-verdict", VIOLATION, "S-LOCK-3" if r.verdict != r.expected else "S-LOCK-6",
+                impl, f"write_memory {r.cell.name}", path=".lock", reproduce=reproduce(spec, r),
+                evidence=f"{r.cell.name}: SPEC {r.expected} ~{spec_seconds(r.cell):.1f}s, got {r.verdict} "
+                         f"{r.seconds:.2f}s {r.detail}".rstrip(),
+            ), r))
+        if r.verdict == "busy":
+            f = hazard_for(lock_state(r.cell), r.unavailable, impl=impl)
+            if f is not None:
+                # one finding per state and mode: the key's op names the cell's content and mode
+                f = Finding(f.kind, f.severity, f.clause, impl, f"write_memory {r.cell.mode}:{r.cell.content}"
+                            + (f"/{r.cell.holder}" if r.cell.content == "valid" else ""),
+                            evidence=f.evidence, path=f.path, reproduce=reproduce(spec, r))
+                out.append((f, r))
+    seen = {id(f) for f in dedupe(f for f, _ in out)}
+    return [(f, r) for f, r in out if id(f) in seen]
 
 
 def run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
+    report = envelope.RunReport(command=envelope.argv())
+    report.impls = preflight([spec], timeout=args.timeout)
+    impl = f"{report.impls[0].name} {report.impls[0].version}"
     selected = cells(tuple(args.mode or MODES))
     results = run_matrix(spec, selected, parallel=args.parallel)
     for r in results:
         print(_row(r))
-    differing = [r for r in results if not r.ok]
+    differing = [r for r in results if not r.ok and r.verdict != "skipped"]
     print(f"\n{len(results) - len(differing)} cells as SPEC says, {len(differing)} differ")
+    found = findings_of(spec, impl, results)
     if spec.kind == "python":
         with tempfile.TemporaryDirectory() as d:
             race = two_reclaimers_race(Path(d))
@@ -41,4 +110,33 @@ def run(args: argparse.Namespace) -> int:
             "two reclaimers of one stale lock (A paused between recheck and unlink): "
             f"both hold it: {race.both_hold} (documented weakness S-INV-9 a)"
         )
-    return 1 if differing else 0
+        if race.both_hold:
+            found.append((Finding(
+                "two-holders", WEAKNESS, "S-INV-9", impl, "stale reclaim",
+                evidence="two reclaimers of one stale lock both hold it (no atomic compare-and-unlink, S-INV-9 a); "
+                         "shown in process through the reference's Fs seam, 1 of 1 paused runs",
+            ), results[0]))
+    directory = export_dir(args)
+    findings: list[Finding] = []
+    for f, r in found:
+        if directory is not None and f.kind != "two-holders" and r.store:
+            f = export(f, scenario_for(r.cell, r.store, r.expected if f.kind == "lock-verdict" else "busy"), directory)
+        findings.append(f)
+    for f in findings:
+        print(f.line() + (f" -> {f.regression}" if f.regression else ""))
+    executed = sum(r.verdict != "skipped" for r in results)
+    run_verdict = verdict(findings, executed=executed, fail_on_hazard=fail_on_hazard(args))
+    report.findings = findings
+    report.stats = {
+        "cells": len(results), "executed": executed, "as_spec": len(results) - len(differing),
+        "differ": len(differing), "busy": sum(r.verdict == "busy" for r in results),
+        "never_available": sum(r.verdict == "busy" and r.unavailable is None for r in results),
+    }
+    report.finish(run_verdict)
+    print(f"{spec.name}: {summary_line(findings)}; verdict {run_verdict} ({report.seconds:.1f} s)")
+    if args.json:
+        cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
+                       "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
+                      for r in results]
+        envelope.write(args.json, report, {"cells": cells_json})
+    return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))

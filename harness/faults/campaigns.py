@@ -1,15 +1,17 @@
 """Fault campaigns: an op case run under strace, killed or failed at each store-touching call.
 
 One traced run (``traced_run``) starts a driver under ``strace``, pins the clock and runs one
-op; ``enumerate_case`` finds its store-touching calls; ``crash_runs`` kills it at each one and
-lets a fresh process recover (``recover``, after ``age_locks``); ``error_runs`` fails each one
-with each errno.  ``fault_case`` is the same errno campaign in process, through ``MemFs``.
+op; ``enumerate_case`` finds its store-touching calls; ``crash_runs`` kills it at each one,
+measures how long a left lock refuses a fresh writer (``outcomes.measure_outage``: the outage
+is reported, then lets that time pass) and lets a fresh process recover (``recover``);
+``error_runs`` fails each one with each errno and measures the outage the same way.
+``CaseReport.findings`` gives every point's findings as ``Finding`` values, one per regression
+key, with the rate (k of n runs) at which each happened.  ``fault_case`` is the same errno campaign in process, through ``MemFs``.
 Every state is judged by ``harness.oracles.crash_judge``.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -27,15 +29,16 @@ from ..oracles.crash_judge import (
     check_crash_state,
     check_settled_state,
     judge_fault,
-    lock_age_ms,
     published_versions,
 )
-from ..oracles.spec import LOCK_NAME, TEMP_SUFFIX
+from ..oracles.findings import Finding
+from ..oracles.spec import TEMP_SUFFIX
 from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..sandbox import Sandbox, snapshot
-from . import ERRNOS, NOW, NOW_MS
+from . import ERRNOS, NOW
 from .cases import OpCase
 from .explorer import ROOT, Explorer, new_server, run_op
+from .outcomes import Outage, call_name, injectable, measure_outage
 from .strace import Fault, Traced, parse_trace, rel, stable_python_env, store_calls, strace_command
 
 # --- one traced run -----------------------------------------------------------------------
@@ -172,6 +175,10 @@ class Point:
     recovery: list[CrashFinding] = field(default_factory=list)
     missed: str | None = None
     answer: str = ""
+    outage: Outage | None = None  # a left lock's measured outage (None: no lock left)
+    name: str = ""  # the call, stable across runs (temporaries as .tmp-*)
+    inject: dict[str, Any] | None = None  # the call as a scenario's strace fault, when selectable
+    left: State = field(default_factory=dict)  # the store the fault left
 
     @property
     def violations(self) -> list[CrashFinding]:
@@ -191,6 +198,27 @@ class CaseReport:
     def violations(self) -> int:
         return sum(bool(p.violations) for p in self.points)
 
+    def findings(self, impl: str, reproduce: str) -> list[tuple[Finding, Point]]:
+        """Every point's findings (judge, recovery, outage) as ``Finding`` values: one per
+        regression key (impl, kind, clause, op, syscall), the first point kept, with the rate
+        — k of n runs of this case — at which it happened."""
+        seen: dict[tuple[str, ...], tuple[Finding, Point, int]] = {}
+        for p in self.points:
+            found = [c.finding(impl=impl, op=self.case, syscall=p.name, reproduce=reproduce)
+                     for c in [*p.verdict.findings, *p.recovery]]
+            if p.outage is not None and (h := p.outage.hazard(impl, self.case)) is not None:
+                found.append(Finding(h.kind, h.severity, h.clause, impl, self.case, p.name,
+                                     f"{h.evidence}; {p.fault} at {p.name}", reproduce, path=p.outage.state.name))
+            for f in found:
+                if f.key in seen:
+                    first, point, k = seen[f.key]
+                    seen[f.key] = (first, point, k + 1)
+                else:
+                    seen[f.key] = (f, p, 1)
+        n = len(self.points)
+        return [(Finding(f.kind, f.severity, f.clause, f.impl, f.op, f.syscall, f"{f.evidence} ({k} of {n} runs)",
+                         f.reproduce, path=f.path), p) for f, p, k in seen.values()]
+
     def render(self, verbose: bool = False) -> str:
         missed = sum(p.missed is not None for p in self.points)
         head = (
@@ -205,6 +233,9 @@ class CaseReport:
             lines.append(f"  #{p.index} {p.fault} at {p.call}: {p.answer}")
             if p.missed:
                 lines.append(f"      missed: {p.missed}")
+            if p.outage is not None and verbose:
+                lines.append(f"      unavailable: {p.outage.state.what}: "
+                             f"{'never' if p.outage.seconds is None else f'{p.outage.seconds:g} s'}")
             if verbose and p.verdict.allowed:
                 lines.append(f"      allowed: {', '.join(sorted(p.verdict.allowed))}")
             for f in [*p.verdict.findings, *p.recovery]:
@@ -216,23 +247,11 @@ def _describe(c: Traced, root: str) -> str:
     return f"{c.syscall}({', '.join(rel(p, root) for p in c.paths)})"
 
 
-def age_locks(sandbox: Sandbox) -> None:
-    """A killed owner's lock, aged past its reclaim threshold against the pinned clock (C-4)."""
-    for dirpath, _dirs, files in os.walk(sandbox.root):
-        for name in files:
-            if name == LOCK_NAME:
-                p = Path(dirpath) / name
-                try:
-                    data = p.read_bytes()
-                except OSError:
-                    continue
-                t = (NOW_MS - lock_age_ms(data)) / 1000
-                os.utime(p, (t, t), follow_symlinks=False)
-
-
 def recover(spec: PeerSpec, sandbox: Sandbox, case: OpCase, before: State, *, timeout: float = 15.0) -> list[CrashFinding]:
-    """A fresh driver process runs the next operation on the crashed store; check it settles."""
-    age_locks(sandbox)
+    """A fresh driver process runs the next operation on the crashed store; check it settles.
+
+    Any left lock has been aged by its measured outage first (``measure_outage``), never
+    silently."""
     op, args = case.recovery()
     run = traced_run(spec, sandbox, op, args, traced=False, timeout=timeout)
     out = check_settled_state(run.state, before, case.intent, live_pids=(run.pid,))
@@ -306,12 +325,16 @@ def crash_runs(
         report = CaseReport(spec.name, case.name, "kill", calls=len(en.calls))
         published = published_versions(en.before, en.after)
         root = str(sb.root)
+        memo: dict[tuple[tuple[str, str], ...], float | None] = {}
         for i, call in _select(en.calls, only):
             run, missed = _faulted(spec, sb, case, en, i, "kill", "", timeout)
             verdict = check_crash_state(run.state, en.before, published, case.intent)
             answer = "killed" if run.answer is None else f"answered {run.answer.result!r}"
-            point = Point(i, _describe(call, root), "SIGKILL", verdict, missed=missed, answer=answer)
+            name = call_name(call, root)
+            point = Point(i, _describe(call, root), "SIGKILL", verdict, missed=missed, answer=answer, name=name,
+                          left=run.state)
             if with_recovery:
+                point.outage = measure_outage(spec, sb, memo, f"left by a kill at {name}", timeout=timeout)
                 point.recovery = recover(spec, sb, case, en.before, timeout=timeout)
             report.points.append(point)
         report.seconds = time.monotonic() - started
@@ -338,8 +361,11 @@ def error_runs(
         en = enumerate_case(spec, sb, case, timeout=timeout)
         report = CaseReport(spec.name, case.name, "errors", calls=len(en.calls))
         root = str(sb.root)
+        memo: dict[tuple[tuple[str, str], ...], float | None] = {}
         for i, call in _select(en.calls, only):
             site = Site(call.syscall, rel(call.paths[-1], root) if call.paths else "", call.creates)
+            name = call_name(call, root)
+            token_write = site.path.endswith("/.lock") and (call.syscall.startswith("write") or call.creates)
             for errno in errnos:
                 run, missed = _faulted(spec, sb, case, en, i, "error", errno, timeout)
                 if run.answer is None:
@@ -349,7 +375,11 @@ def error_runs(
                     result = run.answer.result if run.answer.ok else run.answer.error
                     verdict = judge_fault(case.intent, site, en.before, en.after, run.state, run.answer.ok, result)
                     answer = f"{'ok' if run.answer.ok else 'error'} {str(result)[:70]!r}"
-                report.points.append(Point(i, _describe(call, root), errno, verdict, missed=missed, answer=answer))
+                how = f"left by a failed token write ({errno} at {name})" if token_write else f"left by {errno} at {name}"
+                point = Point(i, _describe(call, root), errno, verdict, missed=missed, answer=answer, name=name,
+                              inject=injectable(call, en.calls, root), left=run.state)
+                point.outage = measure_outage(spec, sb, memo, how, timeout=timeout)
+                report.points.append(point)
         report.seconds = time.monotonic() - started
         return report
     finally:

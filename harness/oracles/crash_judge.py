@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
+from .findings import Finding
 from .grammar import parse
 from .spec import FRONTMATTER_KEYS, INDEX_NAME, LOCK_NAME, LOCK_PID, SENTINEL, TEMP_NAME, TOMBSTONES
 
@@ -34,9 +35,10 @@ HANDOFF_REL = "agent/HANDOFF.md"
 class CrashFinding:
     """One broken guarantee: the clause, a short kind, the path and what was seen.
 
-    ``severity`` is ``violation`` (the state is not one SPEC allows for this crash model) or
-    ``weakness`` (allowed only by the documented power-loss paragraph of S-INV-8 / S-INV-9 b,
-    reported so the cost of never fsyncing directories is visible).
+    ``severity`` is ``violation`` (the state is not one SPEC allows for this crash model),
+    ``hazard`` (allowed by SPEC, yet the user is harmed: told an op failed while the store
+    changed) or ``weakness`` (allowed only by the documented power-loss paragraph of S-INV-8 /
+    S-INV-9 b, reported so the cost of never fsyncing directories is visible).
     """
 
     clause: str
@@ -47,6 +49,11 @@ class CrashFinding:
 
     def __str__(self) -> str:
         return f"[{self.severity}] {self.clause} {self.kind} {self.path}: {self.detail}"
+
+    def finding(self, *, impl: str = "", op: str = "", syscall: str = "", reproduce: str = "", rate: str = "") -> Finding:
+        """The command-level ``Finding`` (DESIGN.md §6); ``rate`` (``k of n runs``) is appended."""
+        evidence = self.detail + (f" ({rate})" if rate else "")
+        return Finding(self.kind, self.severity, self.clause, impl, op, syscall, evidence, reproduce, path=self.path)
 
 
 @dataclass
@@ -395,12 +402,28 @@ def judge_fault(
                 CrashFinding("S-IO-4", "failed-after-commit", ", ".join(vs_before),
                         f"{kind} at {site} reported although the change is in place", "weakness")
             )
-        elif intent.kind != "write" and not check_crash_state(
-            after, before, published_versions(before, completed), intent
+        elif intent.kind != "write" and not (
+            crash := check_crash_state(after, before, published_versions(before, completed), intent)
         ).violations:
+            # SPEC has no rollback outside write: the user is told the op failed, yet the
+            # store holds a crash state (S-INV-8) — a hazard, shown by default
+            states = ", ".join(sorted(a for a in crash.allowed if not a.startswith("8.6"))) or "a partial change"
             v.findings.append(
                 CrashFinding("S-INV-8", "failed-part-way", ", ".join(vs_before),
-                        f"{kind} at {site}; no rollback, an allowed crash state remains", "weakness")
+                        f"{kind} at {site} reported failure, yet {_changed(before, after, vs_before)}: "
+                        f"the store is left in crash state {states} (no rollback outside write)", "hazard")
+            )
+        elif intent.kind == "write" and site.call.startswith("unlink") and is_temp(site.path):
+            # S-IO-4 step 6: after a successful rename an unlink error of the temporary
+            # propagates; S-WRITE-13 (a) restores only an index it knows it wrote.  SPEC-literal,
+            # yet the caller is told the write failed while the store changed.
+            left = check_settled_state(after, before, intent)
+            harm = "; ".join(f"{f.kind}: {f.detail}" for f in left) or "the change stays in place"
+            v.findings.append(
+                CrashFinding("S-IO-4", "failed-part-way", ", ".join(vs_before),
+                        f"{kind} at {site} after its rename reported failure, yet "
+                        f"{_changed(before, after, vs_before)} ({harm}); S-IO-4 step 6 propagates the "
+                        "error and S-WRITE-13 (a) rolls back only an index it wrote", "hazard")
             )
         else:
             clause = "A-3" if HANDOFF_REL in vs_before else "S-WRITE-13"
@@ -415,6 +438,20 @@ def judge_fault(
     else:
         v.allowed.add("fault absorbed, completed")
     return v
+
+
+def _changed(before: Mapping[str, bytes], after: Mapping[str, bytes], paths: Sequence[str]) -> str:
+    """``MEMORY.md changed, a.md deleted`` — what the failed op left, in file terms."""
+    words = []
+    for rel in paths:
+        name = rel.rsplit("/", 1)[-1]
+        if before.get(rel) is None:
+            words.append(f"{name} created")
+        elif after.get(rel) is None:
+            words.append(f"{name} deleted")
+        else:
+            words.append(f"{name} changed")
+    return ", ".join(words) or "the store changed"
 
 
 def _show_result(result: object) -> str:

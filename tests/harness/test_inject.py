@@ -9,6 +9,7 @@ when ``MEMCONFORM_PI_CORE`` / ``MEMCONFORM_OPENCODE_PLUGIN`` name them.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -152,10 +153,14 @@ def test_regression_scenario_passes_on_the_reference(path: Path) -> None:
 @needs_strace
 def test_cli_crash_runs_and_reports(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    assert main(["crash", "--impl", "python", "--op", "pin", "--points", "publishing", "--json", str(out)]) == 0
+    argv = ["crash", "--impl", "python", "--op", "pin", "--points", "publishing", "--json", str(out),
+            "--export", str(tmp_path / "regs")]
+    assert main(argv) == 0
     text = capsys.readouterr().out
     assert "python pin [kill]" in text and "0 with violations" in text
-    assert '"case": "pin"' in out.read_text()
+    report = json.loads(out.read_text())
+    assert report["verdict"] in ("pass", "hazard") and report["stats"]["runs"] > 0
+    assert [c["case"] for c in report["cases"]] == ["pin"]
 
 
 # --- the JS peers, when present -------------------------------------------------------------------

@@ -29,6 +29,13 @@ def test_s_lock_3_matrix_verdicts_match_spec_on_reference(mode_cells: list[Cell]
             window = 0.5 if r.cell.mode == "local" else 3.0
             assert window * 0.9 <= r.seconds <= window + 2.0, (r.cell.name, r.seconds)
             assert r.detail == "", r.detail  # the holder's lock is left intact
+            # the outage a fresh writer meets, in lock-age time (harness.availability)
+            if r.cell.content in ("symlink", "fifo", "directory") or r.cell.holder in ("alive", "reused"):
+                assert r.unavailable is None, (r.cell.name, r.unavailable)
+            elif r.cell.content in ("empty", "garbage", "partial", "huge"):
+                assert r.unavailable is not None and 60 < r.unavailable < 65, (r.cell.name, r.unavailable)
+            elif r.cell.holder == "dead":
+                assert r.unavailable is not None and 10 < r.unavailable < 15, (r.cell.name, r.unavailable)
         else:
             assert r.detail == ""  # nothing left behind after acquiring
 
@@ -64,3 +71,26 @@ def test_matrix_and_writers_judge_without_the_reference() -> None:
     assert {m for m in _imports(race) if m.split(".")[0] == "reference"} == {
         "reference.clock", "reference.fs", "reference.lock"
     }
+
+
+def test_matrix_findings_hazards_by_default_violations_for_a_wrong_verdict() -> None:
+    """The matrix's findings from its rows alone: an outage of a minute or for ever is an
+    ``unavailable`` hazard naming the state; a verdict SPEC forbids is a violation."""
+    from harness.commands.locks import findings_of
+    from harness.locks import CellResult
+
+    directory = Cell("directory", "-", 0, "local")
+    empty = Cell("empty", "-", 0, "shared")
+    dead = Cell("valid", "dead", 0, "local")
+    rows = [
+        CellResult(directory, "busy", "busy", 0.5, "", None, "agent/memory"),
+        CellResult(empty, "busy", "busy", 3.0, "", 62.0, "home/.agents/memory"),
+        CellResult(dead, "busy", "busy", 0.5, "", 11.0, "agent/memory"),
+        CellResult(Cell("garbage", "-", 61, "local"), "reclaim", "busy", 0.5, "", None, "agent/memory"),
+    ]
+    found = [f for f, _r in findings_of(PeerSpec("python"), "ref 1", rows)]
+    kinds = [(f.severity, f.kind, f.clause) for f in found]
+    assert kinds == [("hazard", "unavailable", "S-LOCK-2"), ("hazard", "unavailable", "S-LOCK-3"),
+                     ("violation", "lock-verdict", "S-LOCK-3"), ("hazard", "unavailable", "S-LOCK-3")]
+    assert "a directory at .lock" in found[0].evidence and "for ever" in found[0].evidence
+    assert "for 62 s" in found[1].evidence
