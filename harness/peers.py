@@ -5,6 +5,19 @@ A peer is named ``python`` (``python -m reference serve``), ``pi:<memory-core.mj
 ``MEMCONFORM_PI_CORE`` / ``MEMCONFORM_OPENCODE_PLUGIN``.  A driver that hangs is killed after
 the per-op timeout; junk on stdout, a wrong id or a crash become a ``DriverError`` with the
 driver's stderr attached, so a runner can report it and go on.
+
+Who a peer is comes from the peer, never from its driver (issue 12): ``hello`` reports
+``impl``/``version`` as the implementation states them.  The node drivers
+(``protocol.mjs`` ``identify()``) read the nearest ``package.json`` walking up from the module
+whose ``name`` is the driver's package (``openpi-memory`` / ``openclaude-memory``, any npm
+``@scope``), else a ``VERSION``/``version`` string the module exports.  A name the
+implementation does not confirm is the package name with ``?`` appended (``openpi-memory?``:
+driven as that package, never equal to a confirmed name); a version it does not state is
+``unknown``.  ``hello`` also gives ``module`` (the path driven) and ``missing`` (exports the
+driver would use but the module lacks; their ops are left out of ``ops``).  A module that does
+not import or lacks the exports a driver cannot do without answers every op, ``hello`` first,
+with an error of kind ``unavailable`` naming the import error or the missing exports;
+``preflight`` turns that, and any other failure to start, into one ``PeerUnavailable`` line.
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +49,7 @@ ENV_OPENCODE = "MEMCONFORM_OPENCODE_PLUGIN"
 
 
 class PeerUnavailable(Exception):
-    """The named peer cannot run here (no path given, file missing, no node)."""
+    """The named peer cannot run here (no path given, file missing, no node, refused hello)."""
 
 
 class DriverError(Exception):
@@ -64,11 +78,12 @@ class PeerSpec:
         if kind == "python" and not path:
             return cls("python")
         if kind in ("pi", "opencode", "node"):
+            var = {"pi": ENV_PI, "opencode": ENV_OPENCODE}.get(kind)
+            if not path and var:
+                path = os.environ.get(var, "")
             if not path:
-                path = os.environ.get(ENV_PI if kind == "pi" else ENV_OPENCODE, "")
-            if not path:
-                var = ENV_PI if kind == "pi" else ENV_OPENCODE
-                raise PeerUnavailable(f"peer {kind!r} needs a path: {kind}:<file> or ${var}")
+                where = f"{kind}:<file>" + (f" or ${var}" if var else "")
+                raise PeerUnavailable(f"peer {kind!r} needs a path: {where}")
             return cls(kind, str(Path(path).resolve()))
         raise PeerUnavailable(f"unknown peer {text!r} (python, pi:<path>, opencode:<path>)")
 
@@ -76,6 +91,8 @@ class PeerSpec:
         if self.kind == "python":
             return [sys.executable, "-m", "reference", "serve"]
         assert self.path is not None
+        if Path(self.path).is_dir():
+            raise PeerUnavailable(f"{self.name}: is a directory, not a module file")
         if not Path(self.path).is_file():
             raise PeerUnavailable(f"{self.name}: no such file")
         node = shutil.which("node")
@@ -118,6 +135,7 @@ class Driver:
     hello: dict[str, Any] = field(default_factory=dict)
     _lines: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
     _stderr: list[bytes] = field(default_factory=list)
+    _stderr_pump: threading.Thread | None = None
     _next_id: int = 0
 
     def start(self) -> Driver:
@@ -135,10 +153,27 @@ class Driver:
             cwd=self.cwd,
         )
         threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
-        answer = self.call("hello")
+        self._stderr_pump = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._stderr_pump.start()
+        try:
+            answer = self.call("hello")
+        except DriverError:
+            self.kill()
+            self.close()
+            raise
         if not answer.ok or not isinstance(answer.result, dict):
-            raise DriverError(f"{self.spec.name}: bad hello answer {answer}", self.stderr())
+            # e.g. kind "unavailable": the module does not import or lacks the driver's exports
+            self.kill()
+            stderr = self.stderr()
+            self.close()
+            why = answer.error.get("message", answer.error) if answer.error else answer.result
+            raise DriverError(f"{self.spec.name}: hello failed: {why}", stderr)
+        if self.validate:
+            try:
+                _validate_hello(answer.result)
+            except DriverError:
+                self.close()
+                raise
         self.hello = answer.result
         return self
 
@@ -154,6 +189,10 @@ class Driver:
             self._stderr.append(line)
 
     def stderr(self) -> str:
+        """What the driver wrote on stderr so far; all of it once the driver has exited."""
+        if self.proc is not None and self.proc.poll() is not None and self._stderr_pump is not None:
+            self._stderr_pump.join(timeout=2.0)  # a dead driver's last words are still in the pipe
+            self._stderr_pump = None  # waited once: a grandchild holding the pipe costs no more
         return b"".join(self._stderr).decode("utf-8", "replace")
 
     def take_stderr(self) -> str:
@@ -257,6 +296,19 @@ def _validate(message: object, what: str) -> None:
         raise DriverError(f"protocol violation in {what} at {error[0]}: {error[1]}")
 
 
+@cache
+def _hello_validator() -> Any:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/hello"})
+
+
+def _validate_hello(result: object) -> None:
+    for error in _hello_validator().iter_errors(result):
+        raise DriverError(f"protocol violation in hello result at {error.json_path}: {error.message}")
+
+
 def start_driver(
     spec: PeerSpec,
     env: dict[str, str],
@@ -270,12 +322,29 @@ def start_driver(
     return Driver(spec, env, cwd, timeout, validate, list(wrapper or [])).start()
 
 
+def stderr_tail(text: str, lines: int = 3, *, besides: str = "") -> str:
+    """The last few telling stderr lines, joined on one line: no stack frames, no blanks,
+    no ``Node.js vNN`` banner, nothing already said in ``besides`` (the error message)."""
+    keep = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("at ") or line.startswith("Node.js v") or line == "^":
+            continue
+        if line.removeprefix("memconform driver: ") in besides:
+            continue
+        keep.append(line)
+    return " | ".join(keep[-lines:])
+
+
 def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) -> list[ImplInfo]:
     """Start every peer once, in a throw-away sandbox, and ask ``hello``: before any run.
 
     A peer that cannot start or answer is one clear ``PeerUnavailable`` line (with the tail
     of its stderr), raised before a command has run anything, instead of a failure per
-    scenario or a traceback per worker.  Returns each implementation as it named itself.
+    scenario or a traceback per worker: a missing file, no node, a module that does not
+    import or lacks the driver's exports, a driver that dies, hangs or breaks the protocol
+    at ``hello``.  Nothing else escapes for a peer problem.  Returns each implementation as
+    it named itself (``unknown`` where it did not say).
     """
     from .envelope import ImplInfo
     from .sandbox import Sandbox
@@ -286,14 +355,19 @@ def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) ->
         try:
             try:
                 with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
-                    hello = driver.call("hello")
-                    if not hello.ok or not isinstance(hello.result, dict):
-                        raise PeerUnavailable(f"{spec.name}: hello failed: {hello.error}")
-                    found.append(ImplInfo(spec.name, str(hello.result.get("impl", "unknown")),
-                                          str(hello.result.get("version", "unknown"))))
+                    hello = driver.hello
             except DriverError as e:
-                tail = " | ".join(e.stderr.strip().splitlines()[-3:])
-                raise PeerUnavailable(f"{spec.name}: {e}" + (f" (stderr: {tail})" if tail else "")) from None
+                message = f"{e}"
+                tail = stderr_tail(e.stderr, besides=message)
+                raise PeerUnavailable(message + (f" (stderr: {tail})" if tail else "")) from None
+            except OSError as e:  # the driver could not even be started (exec format, permissions)
+                raise PeerUnavailable(f"{spec.name}: cannot start its driver: {e}") from None
+            name, version = hello.get("impl"), hello.get("version")
+            found.append(ImplInfo(
+                spec.name,
+                name if isinstance(name, str) and name else "unknown",
+                version if isinstance(version, str) and version else "unknown",
+            ))
         finally:
             sandbox.remove()
     return found

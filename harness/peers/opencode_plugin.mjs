@@ -15,29 +15,66 @@
 //
 // The protocol loop, the stdout guard and the controllable clock (installed
 // before the plugin is imported) come from protocol.mjs; this file holds the ops.
+//
+// Who the plugin is: hello reports what the plugin itself says (protocol.mjs
+// identify()): the `name`/`version` of the nearest package.json walking up from the
+// plugin whose name is `openclaude-memory` (any @scope, e.g. @openlines/), else the
+// plugin's exported VERSION/version string; a name the plugin does not confirm is
+// `openclaude-memory?`, a version it does not state is `unknown`. The driver carries no
+// name or version of its own. hello also reports the plugin's path (`module`) and what
+// the driver would use but the plugin lacks (`missing`; those ops are left out of `ops`).
+//
+// A plugin that does not import, has no default export function, whose default export
+// throws, or whose hooks lack any REQUIRED tool cannot be driven: every op, hello first,
+// answers kind "unavailable" naming the problem.
 
-import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { Unsupported, has, serve, setClock, targetPath } from './protocol.mjs';
+import { Unsupported, firstLine, has, identify, load, serve, setClock, targetPath } from './protocol.mjs';
 
-const IMPL = 'openclaude-memory';
-const VERSION = '0.6.6';
+const FAMILY = 'openclaude-memory';
+const REQUIRED = ['write_memory', 'remove_memory', 'pin_memory'];
+const SHARED_EXPORTS = ['readMemoryRules', 'parseRules', 'maybeCarryOverToSharedDir', 'getMemoryDir'];
 
 // ---------------------------------------------------------------- plugin
 const pluginPath = targetPath('node opencode_plugin.mjs <path-to-ocl-memory.mjs>');
-const pluginModule = await import(pathToFileURL(pluginPath).href);
-const hooks = await pluginModule.default({});
-
-// The plugin's own helper module, loaded from beside the plugin so that it is
-// the very module instance the plugin uses (same URL, same process state).
-let sharedModule = null;
-async function shared() {
-  if (!sharedModule) {
-    const sharedPath = path.join(path.dirname(pluginPath), 'ocl-memory-shared.mjs');
-    sharedModule = await import(pathToFileURL(sharedPath).href);
+const loaded = await load(pluginPath);
+const pluginModule = loaded.module || {};
+let hooks = {};
+let unavailable = loaded.error || null;
+if (!unavailable && typeof pluginModule.default !== 'function') {
+  unavailable = `${pluginPath} is not an ${FAMILY} plugin: missing export default (the plugin function returning hooks)`;
+}
+if (!unavailable) {
+  try {
+    hooks = (await pluginModule.default({})) || {};
+  } catch (err) {
+    console.error(err && err.stack ? err.stack : String(err));
+    unavailable = `${pluginPath}: the plugin function threw: ${firstLine(err)}`;
   }
+}
+const hasTool = name => Boolean(hooks.tool && hooks.tool[name] && typeof hooks.tool[name].execute === 'function');
+const hasHook = name => typeof hooks[name] === 'function';
+if (!unavailable) {
+  const lacking = REQUIRED.filter(name => !hasTool(name));
+  if (lacking.length) {
+    unavailable = `${pluginPath} is not an ${FAMILY} plugin: its hooks lack ${lacking.map(n => `tool.${n}.execute`).join(', ')}`;
+  }
+}
+
+// The plugin's own helper module, loaded from beside the plugin so that it is the very
+// module instance the plugin uses (same URL, same process state; the plugin has imported
+// it already, so loading it here runs nothing new).
+const sharedPath = path.join(path.dirname(pluginPath), 'ocl-memory-shared.mjs');
+const sharedLoaded = unavailable ? { module: {} } : await load(sharedPath);
+const sharedModule = sharedLoaded.module || {};
+const sharedLacks = sharedLoaded.error ? ['ocl-memory-shared.mjs (does not import)']
+  : SHARED_EXPORTS.filter(name => typeof sharedModule[name] !== 'function')
+    .map(name => `ocl-memory-shared.mjs ${name}()`);
+async function shared() {
+  if (sharedLacks.length) throw new Unsupported(`beside the plugin: no ${sharedLacks.join(', ')}`);
   return sharedModule;
 }
+const identity = identify(pluginPath, FAMILY, pluginModule);
 
 let callCounter = 0;
 
@@ -75,10 +112,33 @@ const NOT_SUPPORTED = {
   decide_compaction: 'the plugin has no compaction decision function',
 };
 
+// What each op needs beyond the REQUIRED tools (a tool, a hook, the helper module), as
+// the list of what is missing for it.
+const lacksHook = name => (hasHook(name) ? [] : [name]);
+const NEEDS = {
+  repair_memory: () => (hasTool('repair_memory') ? [] : ['tool.repair_memory.execute']),
+  parse_rules: () => sharedLacks,
+  memory_dir: () => sharedLacks,
+  system_transform: () => lacksHook('experimental.chat.system.transform'),
+  compacting_context: () => lacksHook('experimental.session.compacting'),
+};
+
+function availableOps() {
+  return Object.keys(OPS).filter(op => !has(NEEDS, op) || NEEDS[op]().length === 0);
+}
+
+// Everything the driver would use but the plugin lacks (the host's after-call hook too).
+function missing() {
+  const all = Object.values(NEEDS).flatMap(lacks => lacks()).concat(lacksHook('tool.execute.after'));
+  return [...new Set(all)].sort();
+}
+
 const OPS = {
   // No `reset`: the plugin's helper module keeps process state that a re-import of the
   // plugin would not renew, so the harness starts a fresh driver for every scenario.
-  hello: () => ({ impl: IMPL, version: VERSION, pid: process.pid, ops: Object.keys(OPS) }),
+  hello: () => ({
+    ...identity, module: pluginPath, missing: missing(), pid: process.pid, ops: availableOps(),
+  }),
   set_clock: args => setClock(args),
   write_memory: args => runTool('write_memory', args),
   remove_memory: args => runTool('remove_memory', args),
@@ -95,11 +155,13 @@ const OPS = {
   // Session hooks, called as the OpenCode host calls them; result = what the
   // hook pushed into its output object.
   system_transform: async () => {
+    if (!hasHook('experimental.chat.system.transform')) throw new Unsupported('the plugin has no experimental.chat.system.transform hook');
     const output = { system: [] };
     await hooks['experimental.chat.system.transform']({}, output);
     return output.system;
   },
   compacting_context: async () => {
+    if (!hasHook('experimental.session.compacting')) throw new Unsupported('the plugin has no experimental.session.compacting hook');
     const output = { context: [] };
     await hooks['experimental.session.compacting']({}, output);
     return output.context;
@@ -108,6 +170,7 @@ const OPS = {
 };
 
 serve(OPS, {
+  unavailable,
   unsupported: op => {
     const why = typeof op === 'string' && has(NOT_SUPPORTED, op) ? `: ${NOT_SUPPORTED[op]}` : '';
     return `unsupported op ${JSON.stringify(op)}${why}`;

@@ -13,12 +13,23 @@
 //
 // The protocol loop, the stdout guard and the controllable clock (installed
 // before the core is imported) come from protocol.mjs; this file holds the ops.
+//
+// Who the core is: hello reports what the core itself says (protocol.mjs identify()):
+// the `name`/`version` of the nearest package.json walking up from the core whose name is
+// `openpi-memory` (any @scope), else the core's exported VERSION/version string; a name
+// the core does not confirm is `openpi-memory?`, a version it does not state is
+// `unknown`. The driver carries no name or version of its own. hello also reports the
+// core's path (`module`) and the exports the driver would use but the core lacks
+// (`missing`; those ops are left out of `ops`).
+//
+// A core that does not import, or lacks any of REQUIRED (the three tools every agent
+// calls), cannot be driven: every op, hello first, answers kind "unavailable" naming the
+// import error or the missing exports.
 
-import { pathToFileURL } from 'node:url';
-import { Unsupported, has, resetClock, serve, setClock, targetPath } from './protocol.mjs';
+import { Unsupported, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
 
-const IMPL = 'openpi-memory';
-const VERSION = '0.3.9';
+const FAMILY = 'openpi-memory';
+const REQUIRED = ['executeWriteMemory', 'executeRemoveMemory', 'executePinMemory'];
 
 // ---------------------------------------------------------------- helpers
 // Positional arguments from named ones: trailing absent names are dropped so
@@ -31,9 +42,16 @@ function positional(args, names) {
 }
 
 // ---------------------------------------------------------------- core
-const coreUrl = pathToFileURL(targetPath('node pi_core.mjs <path-to-memory-core.mjs>')).href;
-let core = await import(coreUrl);
+const corePath = targetPath('node pi_core.mjs <path-to-memory-core.mjs>');
+const loaded = await load(corePath);
+let core = loaded.module || {};
 let instance = 0;
+const isFunction = name => typeof core[name] === 'function';
+const lacking = REQUIRED.filter(name => !isFunction(name));
+const unavailable = loaded.error || (lacking.length
+  ? `${corePath} is not an ${FAMILY} core: missing exports ${lacking.map(n => `${n}()`).join(', ')}`
+  : null);
+const identity = identify(corePath, FAMILY, core);
 
 // reset: a fresh module instance (a query string makes ESM load the file again), so every
 // piece of module state (carry-over flag, config-error memory, captured paths) starts anew,
@@ -41,7 +59,9 @@ let instance = 0;
 async function reset() {
   resetClock();
   instance += 1;
-  core = await import(`${coreUrl}?instance=${instance}`);
+  const again = await load(corePath, `?instance=${instance}`);
+  if (again.error) throw new Error(again.error);
+  core = again.module;
   return null;
 }
 
@@ -53,7 +73,9 @@ function fn(name) {
 
 // op -> [core export it needs (or null), handler(args)]
 const OPS = {
-  hello: [null, () => ({ impl: IMPL, version: VERSION, pid: process.pid, ops: availableOps() })],
+  hello: [null, () => ({
+    ...identity, module: corePath, missing: missingExports(), pid: process.pid, ops: availableOps(),
+  })],
   reset: [null, () => reset()],
   set_clock: [null, args => setClock(args)],
   write_memory: ['executeWriteMemory', args => fn('executeWriteMemory')({ ...args })],
@@ -91,10 +113,12 @@ const OPS = {
 };
 
 function availableOps() {
-  return Object.keys(OPS).filter(op => {
-    const needed = OPS[op][0];
-    return needed === null || typeof core[needed] === 'function';
-  });
+  return Object.keys(OPS).filter(op => OPS[op][0] === null || isFunction(OPS[op][0]));
 }
 
-serve(Object.fromEntries(Object.entries(OPS).map(([op, [, handler]]) => [op, handler])));
+function missingExports() {
+  return [...new Set(Object.values(OPS).map(([needed]) => needed))]
+    .filter(needed => needed !== null && !isFunction(needed)).sort();
+}
+
+serve(Object.fromEntries(Object.entries(OPS).map(([op, [, handler]]) => [op, handler])), { unavailable });

@@ -4,8 +4,14 @@
 // driver's own body and before the implementation is imported), then calls
 // serve(ops) with its table of operations. This module owns what is the same for all
 // drivers: stdout reserved for the protocol, the controllable clock behind set_clock,
-// error encoding, and the request loop (one request per line in, one answer per line
-// out, answered in order).
+// error encoding, the request loop (one request per line in, one answer per line out,
+// answered in order), loading the implementation without dying on it, and telling who
+// the implementation is.
+//
+// Identity (what hello reports as impl/version) comes from the implementation, never
+// from the driver: see identify() below. A driver whose module cannot be imported, or
+// lacks the exports the driver needs, still starts and answers every op (hello too) with
+// an error of kind "unavailable" naming the problem, which it also prints on stderr.
 //
 // Clock control: the global Date is replaced by a subclass whose Date.now() and
 // argument-less `new Date()` read a controllable clock. Until the first set_clock (and
@@ -13,7 +19,10 @@
 
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
+import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { spawnSync } from 'node:child_process';
 
 // ---------------------------------------------------------------- stdout guard
 // Anything the implementation (or a library) prints with console.log must not corrupt
@@ -76,6 +85,91 @@ export function has(obj, key) {
 // Thrown by an op the implementation cannot perform: answered with kind "unsupported".
 export class Unsupported extends Error {}
 
+// Thrown when the implementation cannot be driven at all (does not import, lacks the
+// exports the driver needs): answered with kind "unavailable".
+export class Unavailable extends Error {}
+
+// ---------------------------------------------------------------- loading
+// The first line of a JS error, with the implementation's own frame when the stack has
+// one ("SyntaxError: Unexpected token '}'", "Error: boom (at file:///x.mjs:1:7)").
+export function firstLine(err) {
+  const head = String(err instanceof Error ? `${err.name}${err.code ? ` [${err.code}]` : ''}: ${err.message}` : err)
+    .split('\n')[0];
+  const frame = err instanceof Error && typeof err.stack === 'string'
+    ? err.stack.split('\n').map(l => l.trim()).find(l => /^at .*file:\/\//.test(l))
+    : undefined;
+  const where = frame ? frame.replace(/^at (?:.*\()?/, '').replace(/\)$/, '') : '';
+  return where ? `${head} (at ${where})` : head;
+}
+
+// Where a syntax error in `file` is: import() does not say, `node --check` does ("file:2").
+function syntaxErrorAt(file) {
+  const checked = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10000 });
+  const first = String(checked.stderr || '').split('\n')[0];
+  return /:\d+$/.test(first) && first.startsWith(file) ? first : null;
+}
+
+// import() the implementation: {module} or, when the import throws, {error: one line}
+// (the whole error goes to stderr, where the harness shows its tail).
+export async function load(file, query = '') {
+  try {
+    return { module: await import(pathToFileURL(file).href + query) };
+  } catch (err) {
+    console.error(err && err.stack ? err.stack : String(err));
+    let line = firstLine(err);
+    if (err instanceof SyntaxError && !/ \(at [^()]*\)$/.test(line)) {
+      const where = syntaxErrorAt(file);
+      if (where) line += ` (at ${where})`;
+    }
+    return { error: `cannot import ${file}: ${line}` };
+  }
+}
+
+// ---------------------------------------------------------------- identity
+// Who the implementation is, from the implementation itself:
+//   name    - the `name` of the nearest package.json, walking up from the module's
+//             directory, whose name is the driver's package (`family`, with or without an
+//             npm @scope: `@openlines/openclaude-memory` is `openclaude-memory`); other
+//             package.json files on the way (a nameless type marker, an enclosing app)
+//             are skipped. Without one: `${family}?`, i.e. "driven as that package, not
+//             confirmed by it" (npm names cannot contain `?`, so it never equals a
+//             confirmed name).
+//   version - that package.json's `version`; else a string exported by the module as
+//             `VERSION` or `version`; else "unknown". Never a number the driver carries.
+export function identify(file, family, exported = {}) {
+  let pkg = null;
+  let pkgPath = null;
+  for (let dir = path.dirname(path.resolve(file)); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'package.json');
+    try {
+      const data = JSON.parse(fs.readFileSync(candidate, 'utf8'));
+      if (data && typeof data.name === 'string' && data.name.replace(/^@[^/]+\//, '') === family) {
+        pkg = data;
+        pkgPath = candidate;
+        break;
+      }
+    } catch {
+      // absent, unreadable or not JSON: not the implementation's package.json
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+  const nonEmpty = v => (typeof v === 'string' && v.trim() ? v.trim() : null);
+  let version = pkg ? nonEmpty(pkg.version) : null;
+  let versionFrom = version ? 'package.json' : null;
+  for (const name of ['VERSION', 'version']) {
+    if (version) break;
+    version = nonEmpty(exported[name]);
+    if (version) versionFrom = `export ${name}`;
+  }
+  return {
+    impl: pkg ? family : `${family}?`,
+    version: version || 'unknown',
+    package: pkg ? pkg.name : null,
+    package_json: pkgPath,
+    version_from: versionFrom,
+  };
+}
+
 function describeError(err) {
   if (err === null || typeof err !== 'object') {
     return { kind: typeof err, message: String(err) };
@@ -112,8 +206,15 @@ export function targetPath(usage) {
 const defaultUnsupported = op => `unsupported op: ${JSON.stringify(op)}`;
 
 // Answer requests with ops[op](args) until stdin closes or the `exit` op is answered.
-// unsupported(op) words the error for an op not in the table.
-export function serve(ops, { unsupported = defaultUnsupported } = {}) {
+// unsupported(op) words the error for an op not in the table. `unavailable`, when set, is
+// why the implementation cannot be driven: it is printed on stderr and every op but
+// `exit` (hello included) answers it as an error of kind "unavailable".
+export function serve(ops, { unsupported = defaultUnsupported, unavailable = null } = {}) {
+  if (unavailable) {
+    console.error(`memconform driver: ${unavailable}`);
+    const refuse = () => { throw new Unavailable(unavailable); };
+    ops = Object.fromEntries(Object.keys(ops).map(op => [op, op === 'exit' ? ops[op] : refuse]));
+  }
   async function handle(line) {
     let req;
     try {
@@ -134,9 +235,9 @@ export function serve(ops, { unsupported = defaultUnsupported } = {}) {
       const result = await ops[op](args);
       await send({ id, ok: true, result: result === undefined ? null : result });
     } catch (err) {
-      const error = err instanceof Unsupported
-        ? { kind: 'unsupported', message: err.message }
-        : describeError(err);
+      const error = err instanceof Unsupported ? { kind: 'unsupported', message: err.message }
+        : err instanceof Unavailable ? { kind: 'unavailable', message: err.message }
+          : describeError(err);
       await send({ id, ok: false, error });
     }
     return op === 'exit';
