@@ -377,7 +377,7 @@ def error_runs(
                     answer = f"{'ok' if run.answer.ok else 'error'} {str(result)[:70]!r}"
                 how = f"left by a failed token write ({errno} at {name})" if token_write else f"left by {errno} at {name}"
                 point = Point(i, _describe(call, root), errno, verdict, missed=missed, answer=answer, name=name,
-                              inject=injectable(call, en.calls, root), left=run.state)
+                              inject=injectable(i, en.calls, root), left=run.state)
                 point.outage = measure_outage(spec, sb, memo, how, timeout=timeout)
                 report.points.append(point)
         report.seconds = time.monotonic() - started

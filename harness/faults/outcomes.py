@@ -165,13 +165,15 @@ def _store_files(state: Mapping[str, bytes]) -> dict[str, Any]:
     }
 
 
-def injectable(call: Traced, calls: list[Traced], root: str) -> dict[str, Any] | None:
+def injectable(index: int, calls: list[Traced], root: str) -> dict[str, Any] | None:
     """The ``regression.inject`` of a call whose path is stable (no temporary), else None:
-    ``nth`` counts the calls of that syscall on that path, as ``strace -P`` numbers them."""
+    ``nth`` counts the calls of that syscall on that path, as ``strace -P`` numbers them;
+    ``index`` is the call's 1-based place in ``calls``."""
+    call = calls[index - 1]
     if not call.paths or any(_TMP.search(p) for p in call.paths):
         return None  # strace -P selects exact paths only (and a rename by its source)
     target = call.paths[0]
-    nth = sum(1 for c in calls[: calls.index(call) + 1] if c.syscall == call.syscall and target in c.paths)
+    nth = sum(1 for c in calls[:index] if c.syscall == call.syscall and target in c.paths)
     return {"path": rel(target, root), "syscall": call.syscall, "nth": nth}
 
 

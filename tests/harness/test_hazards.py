@@ -155,3 +155,27 @@ def test_bad_inputs_give_one_line_and_exit_2(
     assert main([*argv, "--export", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "Traceback" not in err[0], err
+
+
+@needs_strace
+def test_a_kill_before_the_token_write_is_a_measured_minute_then_recovery(tmp_path: Path) -> None:
+    """Recovery no longer backdates the lock silently: the outage is measured first (the
+    empty lock a kill at the token write leaves: 61 s of lock age), reported, then let pass."""
+    from harness.faults.campaigns import crash_runs
+    from harness.faults.cases import CASES
+    from harness.faults.outcomes import scenario_for as fault_scenario
+
+    case = CASES["write-create"]
+    report = crash_runs(PYTHON, case, only=lambda i, c: c.syscall.startswith("write") and c.paths[0].endswith("/.lock"))
+    assert len(report.points) == 1
+    point = report.points[0]
+    assert point.outage is not None and point.outage.seconds == 61.0
+    assert not point.recovery, point.recovery  # recovered once the minute had passed
+    found = [f for f, _p in report.findings("ref", "test")]
+    assert [(f.severity, f.kind) for f in found] == [(HAZARD, "unavailable")]
+    assert "an empty agent/memory/.lock left by a kill" in found[0].evidence and "for 61 s" in found[0].evidence
+    assert "(1 of 1 runs)" in found[0].evidence
+    fault = {"syscall": point.name, "index": point.index, "action": "kill"}
+    exported = export(found[0], fault_scenario(found[0], case, "python", before=case.files("python"),
+                                               left=point.left, inject=None, fault=fault), tmp_path)
+    assert main(["replay", exported.regression, "--impl", "python"]) == 0

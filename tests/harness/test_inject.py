@@ -192,3 +192,23 @@ def test_opencode_survives_kills_at_publishing_calls() -> None:
     oc = _peer("opencode", ENV_OPENCODE)
     report = crash_runs(oc, CASES["write-create"], only=campaigns.publishing_calls)
     assert report.violations == 0, report.render(verbose=True)
+
+
+def test_exported_faults_name_only_paths_strace_can_select() -> None:
+    """A regression's ``inject`` names a stable path and counts that path's calls (``-P``);
+    a temporary's random name, or a rename (selected by its source), cannot be replayed."""
+    from harness.faults.outcomes import call_name, injectable
+    from harness.faults.strace import Traced
+
+    root = "/s"
+    lock, idx = f"{root}/agent/memory/.lock", f"{root}/agent/memory/MEMORY.md"
+    tmp = f"{idx}.tmp-12-abc"
+    calls = [
+        Traced(1, "openat", (lock,), True, 1, ""), Traced(1, "write", (lock,), False, 1, ""),
+        Traced(1, "openat", (idx,), False, 2, ""), Traced(1, "openat", (tmp,), True, 3, ""),
+        Traced(1, "rename", (tmp, idx), False, 1, ""), Traced(1, "openat", (lock,), False, 4, ""),
+    ]
+    assert injectable(2, calls, root) == {"path": "agent/memory/.lock", "syscall": "write", "nth": 1}
+    assert injectable(6, calls, root) == {"path": "agent/memory/.lock", "syscall": "openat", "nth": 2}
+    assert injectable(4, calls, root) is None and injectable(5, calls, root) is None
+    assert call_name(calls[4], root) == "rename(agent/memory/MEMORY.md.tmp-*, agent/memory/MEMORY.md)"
