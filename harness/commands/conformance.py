@@ -150,11 +150,12 @@ def _differential(
             regression=report.shown_path(sc.path),
         ))
     differing = len(found)
-    print(f"\n{len(results) - differing} identical, {differing} differing; "
-          f"{len(scenarios) - len(comparable)} not comparable (an op missing on one side)")
+    identical = max(0, len(comparable) - differing)
+    print(f"\n{identical} identical, {differing} differing, "
+          f"{len(scenarios) - len(comparable)} not compared (an op missing on one side)")
     run_report.stats = {
         "scenarios": len(scenarios), "comparable": len(comparable),
-        "identical": len(results) - differing, "differing": differing,
+        "identical": identical, "differing": differing,
     }
     why = ""
     if not comparable:

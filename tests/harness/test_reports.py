@@ -240,3 +240,11 @@ def test_fresh_history_paths_never_collide(tmp_path: Path) -> None:
     first = fresh_history_path(tmp_path)
     first.write_text("")
     assert fresh_history_path(tmp_path) != first
+
+
+def test_differential_json_has_the_common_top(tmp_path: Path) -> None:
+    out = tmp_path / "d.json"
+    assert cli.main(["conformance", "--against", "python", "--run", "pin/*", "--quiet", "--json", str(out)]) == 0
+    data = load(out)
+    assert data["verdict"] == "pass" and len(data["impls"]) == 2
+    assert data["stats"]["comparable"] == data["stats"]["identical"] == data["stats"]["scenarios"] > 0
