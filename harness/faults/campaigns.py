@@ -235,7 +235,8 @@ class CaseReport:
                 lines.append(f"      missed: {p.missed}")
             if p.outage is not None and verbose:
                 lines.append(f"      unavailable: {p.outage.state.what}: "
-                             f"{'never' if p.outage.seconds is None else f'{p.outage.seconds:g} s'}")
+                             f"{'never' if p.outage.seconds is None else f'{p.outage.seconds:g} s'} for a write; "
+                             f"recovery ran at lock age {p.outage.waited:g} s")
             if verbose and p.verdict.allowed:
                 lines.append(f"      allowed: {', '.join(sorted(p.verdict.allowed))}")
             for f in [*p.verdict.findings, *p.recovery]:
