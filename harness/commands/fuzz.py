@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from .. import envelope
 from ..machines import MACHINES, bind, load, profiles, unbind
-from ..machines.base import Stats, run_machine
+from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
 from ..oracles.findings import (
     EXIT_CODES_HELP,
@@ -204,21 +204,32 @@ def _batch(name: str, args: argparse.Namespace, spec: PeerSpec, profile: str, ta
                     found_in=tally.ran_against)
     except Exception as e:
         tally.add(before, machine.stats)
-        text = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        print(f"[{name}] FAILED (seed {seed}): {text}", file=sys.stderr, flush=True)
         saved = machine.stats.exported[len(before.exported):]
-        tally.findings.append(Finding(
-            kind="driver-error" if isinstance(e, DriverError) else "machine-failure",
-            severity=VIOLATION,
-            clause=machine.CLAUSES[0],
-            impl=tally.ran_against,
-            op=name,
-            evidence=f"seed {seed}: {type(e).__name__}: {text}",
-            reproduce=f"memconform fuzz --impl {spec.name} --machine {name} --seed {seed} --profile {profile}",
-            regression=str(saved[-1]) if saved else "",
-        ))
+        # Hypothesis reports distinct failures of one batch as a group: one finding each
+        errors = list(e.exceptions) if isinstance(e, BaseExceptionGroup) else [e]
+        for error in errors:
+            text = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+            print(f"[{name}] FAILED (seed {seed}): {text}", file=sys.stderr, flush=True)
+            tally.findings.append(Finding(
+                kind="driver-error" if isinstance(error, DriverError) else "machine-failure",
+                severity=VIOLATION,
+                clause=machine.CLAUSES[0],
+                impl=tally.ran_against,
+                op=name,
+                evidence=f"seed {seed}: {type(error).__name__}: {text}",
+                reproduce=f"memconform fuzz --impl {spec.name} --machine {name} --seed {seed} --profile {profile}",
+                regression=_saved_path(error, saved if len(errors) == 1 else []),
+            ))
         return
     tally.add(before, machine.stats)
+
+
+def _saved_path(error: BaseException, saved: list[Path]) -> str:
+    """The scenario ``Machine.on_failure`` wrote for this error (it says so in a note)."""
+    for note in getattr(error, "__notes__", []):
+        if isinstance(note, str) and note.startswith(EXPORT_NOTE):
+            return note.removeprefix(EXPORT_NOTE).strip()
+    return str(saved[-1]) if saved else ""
 
 
 def table(tallies: dict[str, Tally]) -> str:

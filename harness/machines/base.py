@@ -30,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 from . import export, profiles
 
 EXPORT_ENV = "MEMCONFORM_EXPORT_DIR"
+EXPORT_NOTE = "memconform: regression scenario written to "
 
 
 @dataclass
@@ -119,6 +120,12 @@ class Machine(RuleBasedStateMachine):
     def scenario_for(self, error: BaseException) -> dict[str, Any] | None:
         """The regression scenario of this (final) failing run; machines refine it."""
         self.recorder.clause(*self.CLAUSES)
+        then = self.recorder.then
+        if not any(k in then for k in ("files", "matches", "absent", "unchanged", "ignore")):
+            # the replay checks the steps' results; every changed file must still be pinned or
+            # ignored with a reason (harness.oracles.expect.uncovered)
+            reason = f"the {self.NAME} machine pins the op results; its files are checked by its invariants"
+            then["ignore"] = [{"path": "agent/*", "reason": reason}, {"path": "home/*", "reason": reason}]
         return self.recorder.scenario(error, found_in=CONFIG.found_in, seed=CONFIG.seed)
 
     def on_failure(self, error: BaseException) -> None:
@@ -136,7 +143,7 @@ class Machine(RuleBasedStateMachine):
             if data is not None:
                 path = export.write(data, export_dir())
                 stats.exported.append(path)
-                error.add_note(f"memconform: regression scenario written to {path}")
+                error.add_note(f"{EXPORT_NOTE}{path}")
         except Exception as e:  # export must never hide the real failure
             error.add_note(f"memconform: exporting the regression failed: {e!r}")
 

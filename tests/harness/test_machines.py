@@ -242,7 +242,10 @@ FINAL_SIGMA = {
         {"op": "write_memory", "args": {"topic": "i\u0307\u03c2\u1c89", "content": "two", "summary": "s"},
          "expect": {"result": 'Created memory topic "i\u0307\u03c2\u1c89" (i-2.md).'}},
     ],
-    "then": {"present": ["agent/memory/i.md", "agent/memory/i-2.md"], "invariants": "all"},
+    "then": {
+        "present": ["agent/memory/i.md", "agent/memory/i-2.md"], "invariants": "all",
+        "ignore": [{"path": "agent/memory/*", "reason": "the results pin which topic each write chose"}],
+    },
     "regression": {"defect": "Final_Sigma decided with Unicode 14 casing", "found_in": "memconform-reference",
                    "seed": 355023188, "model": "differential (reference vs openpi 0.3.9)"},
 }
