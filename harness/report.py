@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -150,7 +151,7 @@ def scenario_findings(o: Outcome, impl: str, spec: str) -> list[Finding]:
             **base,
         ))
     extra = getattr(o, "findings", None) or []
-    found.extend(f for f in extra if isinstance(f, Finding))
+    found.extend(f if f.regression else replace(f, regression=path) for f in extra if isinstance(f, Finding))
     return found
 
 

@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nimplementation: {label(info)} ({spec.name})")
     report.write_text(outcomes, sys.stdout, found)
     run_report.stats = report.stats(outcomes)
+    if run_report.stats["executed"] and not run_report.stats["passed"]:
+        print("note: no scenario passed: every one that ran failed or is a listed deviation")
     if args.junit:
         report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args))
     executed = report.executed(outcomes)

@@ -29,13 +29,14 @@ from harness.writers import InteropResult, WriterStats, findings, fresh_history_
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
+# Pure ops: the scenarios change no file, so they need no ``then``.
 WRONG = (
-    '{"id": "x/wrong", "clauses": ["S-WRITE-14"], "steps": [{"op": "write_memory", '
-    '"args": {"topic": "A", "content": "c", "summary": "s"}, "expect": {"result": "nope"}}]}'
+    '{"id": "x/wrong", "clauses": ["S-FMT-8"], "steps": [{"op": "to_slug", '
+    '"args": {"topic": "A B"}, "expect": {"result": "nope"}}]}'
 )
 RIGHT = (
-    '{"id": "x/right", "clauses": ["S-WRITE-9"], "steps": [{"op": "write_memory", '
-    '"args": {"topic": "A", "content": "c", "summary": "s"}}]}'
+    '{"id": "x/right", "clauses": ["S-FMT-9"], "steps": [{"op": "to_slug", '
+    '"args": {"topic": "A B"}, "expect": {"result": "a-b"}}]}'
 )
 
 
@@ -77,9 +78,9 @@ def test_a_failed_scenario_is_a_violation_finding_in_json_and_junit(tmp_path: Pa
     assert data["verdict"] == "fail"
     assert data["stats"]["failed"] == 1 and data["stats"]["passed"] == 1
     [f] = data["findings"]
-    assert (f["kind"], f["severity"], f["clause"], f["op"]) == ("deviation", "violation", "S-WRITE-14", "write_memory")
+    assert (f["kind"], f["severity"], f["clause"], f["op"]) == ("deviation", "violation", "S-FMT-8", "to_slug")
     assert f["impl"].startswith("memconform-reference ")
-    assert f["evidence"].startswith("x/wrong: step 1 (write_memory)")
+    assert f["evidence"].startswith("x/wrong: step 1 (to_slug)")
     assert f["reproduce"].startswith("memconform replay ") and f["reproduce"].endswith("--impl python")
     assert f["regression"].endswith("s0.json")
     assert data["summary"]["by_kind"] == {"deviation": 1}
@@ -149,9 +150,9 @@ def test_a_run_with_nothing_executed_exits_2_with_an_error_verdict(
 
 def test_the_clause_table_says_none_ran_for_a_clause_nothing_executed() -> None:
     sc = Scenario.from_data(json.loads(RIGHT), Path("x/right.json"))
-    table = report.clause_table([Outcome(sc, "python", "skip", reason="driver lacks op(s) write_memory")])
+    table = report.clause_table([Outcome(sc, "python", "skip", reason="driver lacks op(s) to_slug")])
     row = table.splitlines()[-1]
-    assert row.startswith("S-WRITE-9") and row.endswith("none ran")
+    assert row.startswith("S-FMT-9") and row.endswith("none ran")
     assert report.clause_table([Outcome(sc, "python", "pass")]).splitlines()[-1].endswith(" ok")
 
 
