@@ -119,7 +119,8 @@ def _clip(text: str, limit: int = 400) -> str:
 def scenario_findings(o: Outcome, impl: str, spec: str) -> list[Finding]:
     """What one scenario's outcome says, as findings.
 
-    A failed or errored scenario is a ``deviation`` violation, a listed deviation that fails
+    A failed or errored scenario is a ``deviation`` violation (``scenario-error`` when the
+    runner found the scenario itself broken), a listed deviation that fails
     is a ``deviation`` of severity deviation, one that passes (the list is stale) a
     ``stale-deviation`` violation; hazards the runner saw (``Outcome.findings``) come along.
     The scenario file is already the replayable regression.
@@ -143,7 +144,10 @@ def scenario_findings(o: Outcome, impl: str, spec: str) -> list[Finding]:
         if o.status == "xfail":
             evidence = _clip(f"{o.scenario.id}: known: {o.reason}")
         severity = DEVIATION if o.status == "xfail" else VIOLATION
-        found.append(Finding("deviation", severity, op=op, evidence=evidence, **base))
+        # a scenario the runner finds broken (``then`` leaves a changed file out) is the
+        # corpus's error, not the implementation's deviation: named so, still gating
+        kind = "scenario-error" if o.reason.startswith("scenario error") else "deviation"
+        found.append(Finding(kind, severity, op=op, evidence=evidence, **base))
     elif o.status == "xpass":
         found.append(Finding(
             "stale-deviation", VIOLATION,

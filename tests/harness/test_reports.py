@@ -249,3 +249,12 @@ def test_differential_json_has_the_common_top(tmp_path: Path) -> None:
     data = load(out)
     assert data["verdict"] == "pass" and len(data["impls"]) == 2
     assert data["stats"]["comparable"] == data["stats"]["identical"] == data["stats"]["scenarios"] > 0
+
+
+def test_a_broken_scenario_is_a_scenario_error_not_the_implementations_deviation() -> None:
+    sc = Scenario.from_data(json.loads(RIGHT), Path("x/right.json"))
+    broken = Outcome(sc, "python", "error", reason="scenario error: a.md changed but `then` neither pins nor ignores it")
+    [f] = report.scenario_findings(broken, "memconform-reference 0.1.0", "python")
+    assert (f.kind, f.severity) == ("scenario-error", "violation")
+    [g] = report.scenario_findings(Outcome(sc, "python", "error", reason="driver exited"), "r", "python")
+    assert g.kind == "deviation"
