@@ -124,8 +124,10 @@ def measure(
 ) -> Availability:
     """Try ``write_memory`` from a fresh writer at each lock age of ``steps`` past ``from_age``.
 
-    ``writer_now`` is the writer's idea of now (the pinned instant when ``clock`` is sent as
-    ``set_clock``); each lock's mtime is set to ``writer_now() − age`` before the attempt.
+    ``writer_now`` is the writer's idea of now (the instant ``clock`` pins through
+    ``set_clock`` before each attempt); each lock's mtime is set to ``writer_now() − age``
+    before the attempt.  The clock should move (``offset``): a busy writer under a frozen
+    clock may poll for ever.
     With the real clock the lock also ages while the writer polls, so the outage is the age
     at the start of the successful attempt plus its duration.
     Ages below ``from_age`` (the state's age already) are skipped.  The store is changed by
@@ -137,15 +139,18 @@ def measure(
     full_env = dict(env if env is not None else sandbox.env())
     try:
         for age in ages:
-            if driver is None:
-                try:
+            try:
+                if driver is None:
                     driver = start_driver(spec, full_env, cwd=str(sandbox.root), timeout=timeout, wrapper=list(wrapper))
-                    if clock is not None:
-                        driver.call("set_clock", dict(clock))
-                except DriverError as e:
-                    result.attempts.append((age, f"driver failed: {e}"))
-                    driver = None
-                    continue
+                if clock is not None:  # re-pinned before each attempt: the writer's now is the instant
+                    driver.call("set_clock", dict(clock))
+            except DriverError as e:
+                result.attempts.append((age, f"driver failed: {e}"))
+                if driver is not None:
+                    driver.kill()
+                    driver.close()
+                driver = None
+                continue
             _age(locks, writer_now() - age)
             started = time.monotonic()
             try:
@@ -163,7 +168,7 @@ def measure(
             result.attempts.append((age, kind))
             if kind not in (BUSY, "error", "other"):
                 # a moving clock ages the lock while the writer polls (3 s in shared mode)
-                waited = time.monotonic() - started if clock is None else 0.0
+                waited = time.monotonic() - started if clock is None or clock.get("mode") != "frozen" else 0.0
                 result.seconds = round(age + waited, 1)
                 return result
     finally:

@@ -31,6 +31,7 @@ from .cases import OpCase
 from .strace import Traced, rel, stable_python_env
 
 CLOCK = {"now": NOW, "mode": "frozen", "tz": "UTC"}  # the clock every faulted run pins
+PROBE_CLOCK = {"now": NOW, "mode": "offset", "tz": "UTC"}  # moving: a busy writer's polls end
 _TMP = re.compile(r"\.tmp-\d+-[0-9a-z-]+")
 
 
@@ -116,7 +117,7 @@ def measure_outage(
     if kinds not in memo:
         before = snapshot(sandbox.root)
         env = {**sandbox.env(), **stable_python_env()}
-        memo[kinds] = measure(spec, sandbox, locks, env=env, clock=CLOCK, writer_now=lambda: NOW_MS / 1000,
+        memo[kinds] = measure(spec, sandbox, locks, env=env, clock=PROBE_CLOCK, writer_now=lambda: NOW_MS / 1000,
                               timeout=timeout).seconds
         restore(sandbox, before)
     seconds = memo[kinds]
@@ -215,6 +216,7 @@ def scenario_for(
         data["given"] = given_of(before)
         steps: list[dict[str, Any]] = [{"op": case.op, "args": dict(case.args), "note": f"{fault['errno']} at {finding.syscall}"}]
         if finding.kind == "unavailable":
+            data["clock"] = dict(PROBE_CLOCK)
             steps.append({"op": "write_memory", "args": {"topic": "Probe", "content": "p", "summary": "p"},
                           "expect": busy, "note": "the left lock refuses the next write"})
             data["then"] = {}
@@ -231,6 +233,7 @@ def scenario_for(
     step: dict[str, Any] = {"op": op, "args": dict(args), "note": "the next operation on the state the fault left"}
     if refused:
         step["expect"] = busy
+        data["clock"] = dict(PROBE_CLOCK)  # moving, so a busy writer's polls end
         data["then"] = {}
     else:
         data["then"] = {"invariants": "all", "ignore": [

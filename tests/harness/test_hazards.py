@@ -135,7 +135,7 @@ def test_a13_empty_lock_left_by_pi_is_a_measured_minute(tmp_path: Path, capsys: 
                         only=lambda i, c: c.syscall.startswith("write") and c.paths[0].endswith("/.lock"))
     found = [f for f, _p in report.findings("pi", "test")]
     outage = [f for f in found if f.kind == "unavailable"]
-    assert outage and outage[0].severity == HAZARD and "for 61 s" in outage[0].evidence
+    assert outage and outage[0].severity == HAZARD and "for 61" in outage[0].evidence
     assert "failed token write" in outage[0].evidence and outage[0].clause == "A-13"
 
 
@@ -169,11 +169,11 @@ def test_a_kill_before_the_token_write_is_a_measured_minute_then_recovery(tmp_pa
     report = crash_runs(PYTHON, case, only=lambda i, c: c.syscall.startswith("write") and c.paths[0].endswith("/.lock"))
     assert len(report.points) == 1
     point = report.points[0]
-    assert point.outage is not None and point.outage.seconds == 61.0
+    assert point.outage is not None and point.outage.seconds is not None and 61 <= point.outage.seconds < 62
     assert not point.recovery, point.recovery  # recovered once the minute had passed
     found = [f for f, _p in report.findings("ref", "test")]
     assert [(f.severity, f.kind) for f in found] == [(HAZARD, "unavailable")]
-    assert "an empty agent/memory/.lock left by a kill" in found[0].evidence and "for 61 s" in found[0].evidence
+    assert "an empty agent/memory/.lock left by a kill" in found[0].evidence and "for 61" in found[0].evidence
     assert "(1 of 1 runs)" in found[0].evidence
     fault = {"syscall": point.name, "index": point.index, "action": "kill"}
     exported = export(found[0], fault_scenario(found[0], case, "python", before=case.files("python"),
