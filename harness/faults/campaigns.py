@@ -201,9 +201,12 @@ class CaseReport:
     def findings(self, impl: str, reproduce: str) -> list[tuple[Finding, Point]]:
         """Every point's findings (judge, recovery, outage) as ``Finding`` values: one per
         regression key (impl, kind, clause, op, syscall), the first point kept, with the rate
-        — k of n runs of this case — at which it happened."""
+        — k of n runs of this case — at which it happened.  A missed point (the fault hit
+        another call) yields none: it is counted under ``missed``."""
         seen: dict[tuple[str, ...], tuple[Finding, Point, int]] = {}
         for p in self.points:
+            if p.missed is not None:  # the fault landed elsewhere: shown as missed, judged nothing
+                continue
             found = [c.finding(impl=impl, op=self.case, syscall=p.name, reproduce=reproduce)
                      for c in [*p.verdict.findings, *p.recovery]]
             if p.outage is not None and (h := p.outage.hazard(impl, self.case)) is not None:
