@@ -379,6 +379,10 @@ class ViewEngine:
 
     def _remember(self, view: IndexView) -> None:
         view.text  # noqa: B018 - the join happens once, here
+        if not view.lines:
+            # no pieces publishes "", which reads back as one empty piece (S-FMT-5): a write
+            # into it appends after that piece (S-IDX-3), so this view must not stand for ""
+            return
         with self._lock:
             self._views.insert(0, view)
             del self._views[self._keep :]
