@@ -16,11 +16,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from . import actions
-from .oracles.expect import Failure, check_answer, check_then
+from .oracles import hazards
+from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from .oracles.findings import Finding
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox, snapshot
 from .scenarios import Scenario, iso_instant
@@ -40,6 +42,7 @@ class Outcome:
     answers: list[Answer | None] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     op_seconds: float = 0.0  # time inside the scenario's own operations (the rest is overhead)
+    findings: list[Finding] = field(default_factory=list)  # hazards seen beside SPEC's verdict
 
 
 def _strace_unavailable() -> str | None:
@@ -124,16 +127,23 @@ class Worker:
 
     # --- running --------------------------------------------------------------------------
 
-    def _steps(self, sc: Scenario, driver: Driver, outcome: Outcome) -> None:
-        """Each step in turn: file actions here, ops to the driver, each answer judged."""
+    def _steps(self, sc: Scenario, driver: Driver, outcome: Outcome) -> dict[str, bytes | None]:
+        """Each step in turn: file actions here, ops to the driver, each answer judged.
+
+        Returns what the file actions themselves left at each path they changed (``None``:
+        removed), so the coverage check can tell the scenario's changes from the peer's."""
         stderr = partial(_wait_stderr, driver)
+        written: dict[str, bytes | None] = {}
         for i, step in enumerate(sc.steps):
             if step.is_file_action:
                 if step.op == "advance_clock":
                     later = self.now_ms() + round(float(step.args["seconds"]) * 1000)
                     self._set_clock(driver, later, sc.clock.tz, self.clock_mode)
                 else:
+                    pre = snapshot(self.sandbox.root)
                     actions.perform(self.sandbox, step, self.now_ms, driver.pid)
+                    post = snapshot(self.sandbox.root)
+                    written.update({k: post.get(k) for k in set(pre) | set(post) if pre.get(k) != post.get(k)})
                 outcome.answers.append(None)
                 continue
             t0 = time.monotonic()
@@ -143,6 +153,23 @@ class Worker:
             outcome.answers.append(answer)
             where = f"step {i + 1} ({step.op})"
             outcome.failures += check_answer(where, answer, step.expect, elapsed, stderr, self.strict)
+            if hazards.looks_raw(answer):
+                self._raw_error(sc, step.op, answer, outcome)
+        return written
+
+    def _raw_error(self, sc: Scenario, op: str, answer: Answer, outcome: Outcome) -> None:
+        """The ``raw-error`` hazard beside SPEC's verdict (issue 12 item 2)."""
+        root = str(self.sandbox.root)
+        mentioned = hazards.mentioned_paths(answer, root)
+        found = hazards.raw_error(
+            answer, hazards.situation(root, mentioned), root=root, op=op, clause=",".join(sc.clauses),
+            mentioned=mentioned,
+        )
+        if found is not None and all(f.key != found.key for f in outcome.findings):
+            outcome.findings.append(replace(
+                found, impl=f"{self.impl} {self.version}".strip(),
+                reproduce=f"memconform replay {sc.path} --impl {self.spec.name}",
+            ))
 
     def run(self, scenario: Scenario) -> Outcome:
         started = time.monotonic()
@@ -165,10 +192,18 @@ class Worker:
             sc = sc.bind({"PID": str(driver.pid)})
             self._set_clock(driver, sc.clock.now_ms, sc.clock.tz, sc.clock.mode)
             driver.take_stderr()
-            self._steps(sc, driver, outcome)
+            written = self._steps(sc, driver, outcome)
             after = snapshot(self.sandbox.root)
             outcome.files = after
             outcome.failures += check_then(sc.then, before, after, self.sandbox.root)
+            if not sc.is_regression and (left_out := uncovered(sc.then, before, after, written)):
+                # a gap in the scenario; when the implementation already failed it, the failure
+                # says more, and the unpinned files are one more line of it
+                if outcome.failures:
+                    outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
+                                                    coverage_reason(left_out)))
+                else:
+                    outcome.status, outcome.reason = "error", coverage_reason(left_out)
         except DriverError as e:
             outcome.status = "error"
             outcome.reason = str(e)

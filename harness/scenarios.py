@@ -124,6 +124,15 @@ class Then:
     modes: dict[str, str] = field(default_factory=dict)
     invariants: str | tuple[str, ...] | None = None
     no_other_files: tuple[str, ...] = ()
+    ignore: tuple[Ignore, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ignore:
+    """A changed file ``then`` deliberately leaves unpinned (``path`` may be a glob), and why."""
+
+    path: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,7 @@ class Scenario:
                 tuple(then.get("present", ())), tuple(then.get("unchanged", ())), dict(then.get("modes", {})),
                 invariants if invariants is None or isinstance(invariants, str) else tuple(invariants),
                 tuple(then.get("no_other_files", ())),
+                tuple(Ignore(str(i["path"]), str(i["reason"])) for i in then.get("ignore", ())),
             ),
             env=dict(data.get("env", {})),
             fresh_process=bool(data.get("fresh_process")),
@@ -180,6 +190,12 @@ class Scenario:
         if not self.placeholders & names.keys():
             return self
         return Scenario.from_data(substitute(self.data, names), self.path)
+
+    @property
+    def is_regression(self) -> bool:
+        """A replayable finding (``regression`` block): it pins the defect it reproduces, not
+        every byte the implementation that showed it happened to leave."""
+        return "regression" in self.data
 
     @property
     def needs_fresh_process(self) -> bool:

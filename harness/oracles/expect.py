@@ -8,6 +8,7 @@ configuration is compared by value with this wing's own JSONC stripping, never t
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..sandbox import SNAPSHOT_DIR
 from ..scenarios import Expect, Then, content_bytes
 from .grammar import strip_jsonc
 from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
@@ -204,6 +206,44 @@ def check_then(then: Then, before: dict[str, bytes], after: dict[str, bytes], ro
         for v in check_sandbox(root, names):
             out.append(Failure(f"invariant {v.clause}", "holds", str(v)))
     return out
+
+
+def _volatile(rel: str) -> bool:
+    """Locks and temporaries: their names vary, and the invariants (S-INV-*) judge them."""
+    name = rel.rsplit("/", 1)[-1]
+    return name == LOCK_NAME or TEMP_SUFFIX.search(name) is not None
+
+
+def uncovered(
+    then: Then, before: dict[str, bytes], after: dict[str, bytes], harness: dict[str, bytes | None]
+) -> list[str]:
+    """Files the implementation changed (created, modified, deleted) that ``then`` neither pins
+    (``files``, ``matches``, ``absent``, ``unchanged``) nor ignores with a reason.
+
+    ``harness`` maps a path to what the scenario's own file actions last left there (``None``:
+    deleted): a file whose final bytes are exactly those was changed by the scenario, not by
+    the implementation.  Directories do not count (their files do), nor locks and temporaries.
+    """
+    if "*" in then.unchanged:
+        return []
+    pinned = set(then.files) | set(then.matches) | set(then.absent) | set(then.unchanged)
+    out = []
+    for rel in sorted(set(before) | set(after)):
+        now, was = after.get(rel), before.get(rel)
+        if now == was or SNAPSHOT_DIR in (now, was) or _volatile(rel) or rel in pinned:
+            continue
+        if rel in harness and harness[rel] == now:
+            continue
+        if any(fnmatch.fnmatchcase(rel, i.path) for i in then.ignore):
+            continue
+        out.append(rel)
+    return out
+
+
+def coverage_reason(paths: list[str]) -> str:
+    """The scenario error for changed files ``then`` leaves out."""
+    head = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+    return f"scenario error: {head} changed but `then` neither pins nor ignores it"
 
 
 def _check_modes(then: Then, root: Path) -> list[Failure]:
