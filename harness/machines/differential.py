@@ -129,7 +129,16 @@ def configure_peer(spec: PeerSpec | None) -> None:
 
 
 def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
-    """Compare the reference with ``spec`` (any driver: unsupported ops are skipped steps)."""
+    """Compare the reference with ``spec`` byte for byte (unsupported ops are skipped steps).
+
+    The comparison is the ``openpi`` profile's: result texts and files at openpi's paths.
+    OpenCode keeps its store elsewhere and words its results its own way (SPEC §20 PEER-1,
+    PEER-12..14), so every step would differ by design and the run would say nothing true
+    about it: it is refused, not run.
+    """
+    if spec.kind == "opencode":
+        return ("compares byte for byte under the openpi profile, where OpenCode differs by "
+                "design (PEER-1 paths, PEER-12..14 result texts)")
     configure_peer(spec)
     return None
 
