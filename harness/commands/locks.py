@@ -73,9 +73,14 @@ def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tu
         if r.verdict == "skipped":
             continue
         if not r.ok:
+            # a wrong verdict is one finding per cell; a busy answer outside the policy's window
+            # one per mode (S-LOCK-6 local, S-LOCK-7 shared), whatever the lock state
+            timing = r.verdict == r.expected
             out.append((Finding(
-                "lock-verdict", VIOLATION, "S-LOCK-3" if r.verdict != r.expected else "S-LOCK-6",
-                impl, f"write_memory {r.cell.name}", path=".lock", reproduce=reproduce(spec, r),
+                "lock-verdict", VIOLATION,
+                ("S-LOCK-6" if r.cell.mode == "local" else "S-LOCK-7") if timing else "S-LOCK-3",
+                impl, f"write_memory {r.cell.mode}:busy-window" if timing else f"write_memory {r.cell.name}",
+                path=".lock", reproduce=reproduce(spec, r),
                 evidence=f"{r.cell.name}: SPEC {r.expected} ~{spec_seconds(r.cell):.1f}s, got {r.verdict} "
                          f"{r.seconds:.2f}s {r.detail}".rstrip(),
             ), r))
@@ -87,8 +92,13 @@ def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tu
                             + (f"/{r.cell.holder}" if r.cell.content == "valid" else ""),
                             evidence=f.evidence, path=f.path, reproduce=reproduce(spec, r))
                 out.append((f, r))
+    counts: dict[tuple[str, ...], int] = {}
+    for f, _r in out:
+        counts[f.key] = counts.get(f.key, 0) + 1
     seen = {id(f) for f in dedupe(f for f, _ in out)}
-    return [(f, r) for f, r in out if id(f) in seen]
+    return [(f if counts[f.key] == 1 else Finding(
+        f.kind, f.severity, f.clause, f.impl, f.op, f.syscall, f"{f.evidence} (and {counts[f.key] - 1} more cells)",
+        f.reproduce, path=f.path), r) for f, r in out if id(f) in seen]
 
 
 def run(args: argparse.Namespace) -> int:
