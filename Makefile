@@ -27,7 +27,7 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy --strict reference
+	$(VENV)/bin/mypy --strict reference harness
 
 conformance: install
 	$(PY) -m harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
