@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .procs import blocked_in
 from .validation import first_error
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ class DriverError(Exception):
     def __init__(self, message: str, stderr: str = "") -> None:
         super().__init__(message)
         self.stderr = stderr
+        self.hung: str | None = None  # the op the driver stopped answering, on a timeout
+        self.blocked: str | None = None  # the syscall and file it was blocked in, when readable
+        self.waited = 0.0  # how long it was given
 
 
 @dataclass(frozen=True)
@@ -228,11 +232,15 @@ class Driver:
         try:
             line = self._lines.get(timeout=wait)
         except queue.Empty:
+            blocked = blocked_in(self.proc.pid, self.cwd) if self.proc.poll() is None else None
             self.kill()
-            raise DriverError(
-                f"{self.spec.name}: no answer to {op!r} within {wait:g} s (driver killed)",
+            where = f", blocked in {blocked}" if blocked else ""
+            error = DriverError(
+                f"{self.spec.name}: no answer to {op!r} within {wait:g} s{where} (driver killed)",
                 self.stderr(),
-            ) from None
+            )
+            error.hung, error.blocked, error.waited = op, blocked, wait
+            raise error from None
         if line is None:
             code = self.proc.wait()
             raise DriverError(

@@ -171,6 +171,16 @@ class Worker:
                 reproduce=f"memconform replay {sc.path} --impl {self.spec.name}",
             ))
 
+    def _hang(self, sc: Scenario, error: DriverError, outcome: Outcome) -> None:
+        """The ``hang`` hazard, with the syscall and file the driver waited in (issue 12 item 2)."""
+        assert error.hung is not None
+        found = hazards.hang(error.hung, error.blocked, root=str(self.sandbox.root),
+                             clause=",".join(sc.clauses), seconds=error.waited)
+        outcome.findings.append(replace(
+            found, impl=f"{self.impl} {self.version}".strip(),
+            reproduce=f"memconform replay {sc.path} --impl {self.spec.name}",
+        ))
+
     def run(self, scenario: Scenario) -> Outcome:
         started = time.monotonic()
         outcome = Outcome(scenario, self.spec.name, "pass")
@@ -208,6 +218,8 @@ class Worker:
             outcome.status = "error"
             outcome.reason = str(e)
             outcome.stderr = e.stderr
+            if e.hung is not None:
+                self._hang(sc, e, outcome)
             if self.driver is not None and (self.driver.proc is None or self.driver.proc.poll() is not None):
                 self.driver = None
         except Exception as e:  # a harness bug must not end the run: report it on this scenario

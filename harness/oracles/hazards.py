@@ -188,3 +188,24 @@ def _syscall(text: str) -> str:
 def looks_raw(answer: Reply) -> bool:
     """Cheap first test (no disk): does the user's text carry OS error text at all?"""
     return os_text(_user_text(answer)) is not None
+
+
+def hang(op: str, blocked: str | None, *, root: str, clause: str, seconds: float) -> Finding:
+    """The ``hang`` hazard: a driver stopped answering ``op``; where it waited, when readable.
+
+    ``blocked`` is ``syscall(path)`` read from ``/proc`` before the driver was killed (a
+    blocking open or read of a FIFO, a lock read …); the path is shown relative to the sandbox.
+    """
+    syscall = ""
+    where = "its kernel wait could not be read"
+    if blocked:
+        name, _, target = blocked.partition("(")
+        target = target[:-1] if target.endswith(")") else target
+        shown = _shown(target, root)
+        syscall = f"{name}({shown})"
+        kind = _kind_of(Path(target)) if Path(target).is_absolute() else ""
+        where = f"blocked in {name} of {shown}" + (f" ({kind})" if kind else "")
+    return Finding(
+        kind="hang", severity=HAZARD, clause=clause, op=op, syscall=syscall,
+        evidence=f"the tool never answers: {where}; the driver was killed after {seconds:g} s",
+    )
