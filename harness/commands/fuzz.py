@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXIT_CODES_HELP
     setattr(p, "error", _one_line_error)  # noqa: B010 - an instance's error, not the class's
     add_impl_arguments(p)
-    p.add_argument("--minutes", type=positive_float, default=5.0, help="time budget (> 0, checked between batches)")
+    p.add_argument("--minutes", type=positive_float, default=5.0, help="time budget in minutes (> 0); batches are sized to fit it at each machine's measured speed")
     p.add_argument("--machine", action="append", default=[],
                    help=f"machine to run (repeatable; {', '.join(MACHINES)}; default: every machine)")
     p.add_argument("--profile", default=None,
@@ -168,10 +168,12 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
     rng = random.SystemRandom()
     first_seed = args.seed
     while runnable:
-        for name in runnable:
-            if time.monotonic() >= deadline and tallies[name].batches:
+        for i, name in enumerate(runnable):
+            left = deadline - time.monotonic()
+            if left <= 0 and tallies[name].batches:
                 continue
-            _batch(name, args, spec, profile, tallies[name], first_seed, rng, target)
+            size = batch_size(tallies[name], left / (len(runnable) - i), _profile_examples(name, profile))
+            _batch(name, args, spec, profile, tallies[name], first_seed, rng, target, size)
         first_seed = None
         if time.monotonic() >= deadline:
             break
@@ -193,15 +195,36 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
 
 
+PROBE_EXAMPLES = 5
+"""A machine's first batch: enough examples to learn its speed, few enough to fit any budget."""
+
+
+def batch_size(tally: Tally, seconds: float, most: int) -> int:
+    """Examples for the next batch of a machine: what fits ``seconds`` at its measured speed.
+
+    The budget is honoured by sizing batches, not by stopping Hypothesis mid-batch: the first
+    batch is a small probe, later ones are as many examples as the machine's time per example
+    so far fits in its share of what is left (at least one, at most the profile's count).
+    """
+    if tally.examples == 0 or tally.seconds <= 0:
+        return max(1, min(PROBE_EXAMPLES, most))
+    per_example = tally.seconds / tally.examples
+    return max(1, min(most, int(seconds / per_example)))
+
+
+def _profile_examples(name: str, profile: str) -> int:
+    return max(1, round(profiles.profile(profile).max_examples * getattr(load(name), "EXAMPLES_SCALE", 1.0)))
+
+
 def _batch(name: str, args: argparse.Namespace, spec: PeerSpec, profile: str, tally: Tally,
-           first_seed: int | None, rng: random.SystemRandom, target: Path | None) -> None:
-    """One profile's worth of examples of one machine; a failure becomes a Finding."""
+           first_seed: int | None, rng: random.SystemRandom, target: Path | None, size: int) -> None:
+    """One batch of ``size`` examples of one machine; a failure becomes a Finding."""
     machine = load(name)
     seed = first_seed if first_seed is not None else rng.randrange(2**32)
     before = _snapshot(machine.stats)
     try:
         run_machine(machine, profile=profile, seed_value=seed, export_to=target, export=target is not None,
-                    found_in=tally.ran_against)
+                    found_in=tally.ran_against, max_examples=size)
     except Exception as e:
         tally.add(before, machine.stats)
         saved = machine.stats.exported[len(before.exported):]

@@ -152,3 +152,15 @@ def test_no_export_writes_no_scenario(tmp_path: Path, monkeypatch: pytest.Monkey
     capsys.readouterr()
     assert code == 1
     assert not (tmp_path / "regs").exists()
+
+
+def test_batches_are_sized_to_the_budget_at_the_measured_speed() -> None:
+    from harness.commands.fuzz import PROBE_EXAMPLES, Tally, batch_size
+
+    fresh = Tally()
+    assert batch_size(fresh, 1000.0, most=200) == PROBE_EXAMPLES  # first a small probe
+    assert batch_size(fresh, 1000.0, most=2) == 2
+    measured = Tally(examples=10, seconds=5.0)  # 0.5 s an example
+    assert batch_size(measured, 20.0, most=200) == 40
+    assert batch_size(measured, 1000.0, most=200) == 200  # never past the profile's count
+    assert batch_size(measured, 0.1, most=200) == 1  # at least one example a batch
