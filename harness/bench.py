@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reference import Store
-from reference.clock import ControlledClock, parse_instant
+from reference.clock import ControlledClock
 from reference.edge import edge_fs, edge_index_engine
 from reference.fs import Fs
 from reference.index_engine import IndexEngine, PlainEngine
@@ -31,9 +31,10 @@ from reference.index_view import ViewEngine
 
 from .peers import PeerSpec, configured_peers, start_driver
 from .sandbox import Sandbox
+from .scenarios import DEFAULT_NOW, DEFAULT_NOW_MS
 
 ROUNDS = 5
-NOW = parse_instant("2026-08-07T01:02:50Z")
+NOW = DEFAULT_NOW_MS
 
 
 @dataclass
@@ -252,7 +253,7 @@ def phase_round(impl: str, entries: int, script_for: Script) -> tuple[float, int
             return time.perf_counter() - t0, len(script)
         spec = PeerSpec("python") if impl == "serve" else PeerSpec.parse(impl)
         with start_driver(spec, Sandbox(root).env(), cwd=str(root), timeout=60) as d:
-            d.call("set_clock", {"now": "2026-08-07T01:02:50Z", "mode": "frozen", "tz": "UTC"})
+            d.call("set_clock", {"now": DEFAULT_NOW, "mode": "frozen", "tz": "UTC"})
             t0 = time.perf_counter()
             for op, a in script:
                 d.call(op, a)

@@ -300,3 +300,6 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
         return {k: substitute(v, names) for k, v in value.items()}
     return value
 
+
+DEFAULT_NOW_MS = instant_ms(DEFAULT_NOW)
+"""The fixed instant every scenario, machine and faulted run pins its clock to, in epoch ms."""

@@ -23,18 +23,16 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.clock import parse_instant
-
 from ..oracles.expect import normalise_files
 from ..oracles.grammar import parse
 from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
 from ..regressions import content
 from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW
+from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import CONFIG, Machine, guarded
 
-NOW_MS = parse_instant(DEFAULT_NOW)
+NOW_MS = DEFAULT_NOW_MS
 SCRIBBLES = (
     b"\xef\xbb\xbf# Memory Index\n\n- [A](a.md) 2026-01-01 -- bom\n",
     b"# Memory Index\r\n\r\n- [Crlf](crlf.md) 2020-01-01 [stale?] -- crlf\r\n",

@@ -36,7 +36,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from reference.clock import ControlledClock, parse_instant
+from reference.clock import ControlledClock
 from reference.errors import AggregateJsError, NodeError
 from reference.index import INITIAL_MEMORY
 from reference.store import Store
@@ -47,13 +47,13 @@ from ..oracles.invariants import check_store
 from ..peers import PeerSpec
 from ..regressions import content
 from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW
+from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import Machine, guarded
 
 INITIAL_BYTES = INITIAL_MEMORY.encode()
 
-NOW_MS = parse_instant(DEFAULT_NOW)
+NOW_MS = DEFAULT_NOW_MS
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EROFS)
 TOPICS = ("Alpha", "alpha", "Beta", "Gamma Delta", "Zeta One", "Zeta Two")
 LOOKUPS = (*TOPICS, "Zeta", "last-session-recap.md", "missing")

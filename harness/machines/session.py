@@ -26,7 +26,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.clock import ControlledClock, parse_instant
+from reference.clock import ControlledClock
 from reference.session import (
     CONTINUE_MESSAGE,
     GLOBAL_MEMORY_HEADER,
@@ -41,10 +41,10 @@ from ..oracles.shadow import stamp
 from ..oracles.spec import INITIAL_INDEX
 from ..peers import PeerSpec
 from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW
+from ..scenarios import DEFAULT_NOW_MS
 from .base import Machine, guarded
 
-NOW_MS = parse_instant(DEFAULT_NOW)
+NOW_MS = DEFAULT_NOW_MS
 BASE_PROMPT = "BASE_PROMPT"
 ASSISTANT_TEXTS = (
     "need to deploy the fix",

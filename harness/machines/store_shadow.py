@@ -30,7 +30,6 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.clock import parse_instant
 from reference.store import Store
 from reference.text import trim
 
@@ -41,7 +40,7 @@ from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
 from ..peers import PeerSpec
 from ..regressions import content
 from ..sandbox import snapshot
-from ..scenarios import DEFAULT_NOW
+from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import Machine, guarded
 from .targets import Target, opener
@@ -51,7 +50,7 @@ NEEDED_OPS = frozenset({
     "search", "read_index", "index_entries", "topic_content",
 })
 
-NOW_MS = parse_instant(DEFAULT_NOW)
+NOW_MS = DEFAULT_NOW_MS
 _NOTHING = object()
 SCRIBBLES = (
     b"---\r\nname: CR\r\nx: 1\r\n---\r\nbody\r\n",  # CRLF inside the frontmatter: uncovered
