@@ -60,26 +60,24 @@ def fail_on_hazard(args: argparse.Namespace) -> bool:
     return getattr(args, "fail_on", "violation") == "hazard"
 
 
-def positive_int(text: str) -> int:
-    """An integer ≥ 1 (``--writers``, ``--ops``, ``--parallel`` …)."""
+def _integer(text: str, least: int, words: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text!r} {words}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1 (``--writers``, ``--ops``, ``--parallel`` …)."""
+    return _integer(text, 1, "must be at least 1")
 
 
 def non_negative_int(text: str) -> int:
     """An integer ≥ 0 (a seed, a count that may be zero)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
+    return _integer(text, 0, "must not be negative")
 
 
 def positive_float(text: str) -> float:
