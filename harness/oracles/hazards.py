@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from .findings import HAZARD, Finding
 
-__all__ = ["ERRNO_NAMES", "Situation", "explain", "os_text", "raw_error", "situation"]
+__all__ = ["ERRNO_NAMES", "Situation", "explain", "hang", "os_text", "raw_error", "situation"]
 
 ERRNO_NAMES = frozenset({
     "EACCES", "EAGAIN", "EBADF", "EBUSY", "EEXIST", "EFBIG", "EINVAL", "EIO", "EISDIR", "ELOOP",
