@@ -3,6 +3,11 @@
 The store is found through the same variables as the JS core (``PI_CODING_AGENT_DIR``,
 ``PI_SHARED_MEMORY_HOME``, ``HOME``); ``--agent-dir``/``--shared-home`` override them, so the
 real home is touched only when nothing else is given.
+
+Exit status: 0 done, 1 an error was raised, 2 bad arguments, 3 not found (no index, no
+matching entry), 4 refused (an invalid topic, an ambiguous or pinned entry), 5 busy (another
+tool holds the lock: retry).  The store's result texts are SPEC's, the tool's own; where one
+names the tool's command (``/memory unpin``), this CLI shows its own verb instead.
 """
 
 from __future__ import annotations
@@ -14,31 +19,58 @@ from collections.abc import Sequence
 
 from .edge import edge_store
 from .errors import JsError
+from .lock import LOCK_BUSY_MESSAGE
 from .serve import serve
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_REFUSED, EXIT_BUSY = 0, 1, 2, 3, 4, 5
+_NOT_FOUND = ("No entry found matching ", "No memory index found.")
+_REFUSED = ("Invalid topic:", "Reserved topic:", "Multiple entries match ", "Cannot remove ")
+_TOOL_UNPIN = "Unpin it first with: /memory unpin "
+_CLI_UNPIN = "Unpin it first with: python -m reference pin --off "
+
+
+def exit_status(result: str) -> int:
+    """What a result text means for a shell: done, not found, refused or busy (S-REMOVE-2/3)."""
+    if result == LOCK_BUSY_MESSAGE:
+        return EXIT_BUSY
+    if result.startswith(_NOT_FOUND):
+        return EXIT_NOT_FOUND
+    if result.startswith(_REFUSED):
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def shown(result: str) -> str:
+    """The result as this CLI prints it: its own verb where the text names the tool's command."""
+    return result.replace(_TOOL_UNPIN, _CLI_UNPIN)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m reference", description=__doc__)
-    p.add_argument("--agent-dir", help="agent directory (default: $PI_CODING_AGENT_DIR)")
-    p.add_argument("--shared-home", help="shared home (default: $PI_SHARED_MEMORY_HOME)")
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = argparse.ArgumentParser(prog="python -m reference", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--agent-dir", help="agent directory: memory.jsonc, HANDOFF.md, memory/ "
+                   "(default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)")
+    p.add_argument("--shared-home", help="home of the shared store .agents/memory/ "
+                   "(default: $PI_SHARED_MEMORY_HOME, else $HOME)")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="speak the peer protocol on stdin/stdout")
-    sub.add_parser("list", help="list index entries")
-    show = sub.add_parser("show", help="show a topic's body")
-    show.add_argument("filename")
-    write = sub.add_parser("write", help="write a memory topic")
-    write.add_argument("topic")
-    write.add_argument("content")
-    write.add_argument("--summary", required=True)
-    write.add_argument("--pin", action="store_true")
-    write.add_argument("--replace", action="store_true")
-    remove = sub.add_parser("remove", help="remove an index entry")
-    remove.add_argument("topic")
-    pin = sub.add_parser("pin", help="pin (or --off: unpin) an entry")
-    pin.add_argument("topic")
-    pin.add_argument("--off", action="store_true")
-    search = sub.add_parser("search", help="search names, summaries and bodies")
-    search.add_argument("query")
+    sub.add_parser("serve", help="speak the peer protocol (JSON lines) on stdin/stdout")
+    sub.add_parser("list", help="list index entries: name, file, date and flags, summary")
+    show = sub.add_parser("show", help="show a topic's body", formatter_class=fmt)
+    show.add_argument("filename", help="the topic file, as listed (e.g. postgresql-setup.md)")
+    write = sub.add_parser("write", help="write a memory topic", formatter_class=fmt)
+    write.add_argument("topic", help="the topic's name (its file name is derived from it)")
+    write.add_argument("content", help="the text to append (or, with --replace, the new body)")
+    write.add_argument("--summary", required=True, help="the one-line summary shown in the index")
+    write.add_argument("--pin", action="store_true", help="pin the entry (never marked stale)")
+    write.add_argument("--replace", action="store_true", help="replace the body instead of appending")
+    remove = sub.add_parser("remove", help="remove an index entry (the topic file stays)", formatter_class=fmt)
+    remove.add_argument("topic", help="a name or file name, or a unique part of one")
+    pin = sub.add_parser("pin", help="pin (or --off: unpin) an entry", formatter_class=fmt)
+    pin.add_argument("topic", help="a name or file name, or a unique part of one")
+    pin.add_argument("--off", action="store_true", help="unpin instead of pinning")
+    search = sub.add_parser("search", help="search names, summaries and bodies", formatter_class=fmt)
+    search.add_argument("query", help="text to look for (case-insensitive)")
     return p
 
 
@@ -60,20 +92,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{e.name}\t{e.filename}\t{e.date}{flags}\t{e.summary}")
         elif args.command == "show":
             print(store.read_topic_content(args.filename))
-        elif args.command == "write":
-            mode = "replace" if args.replace else "append"
-            print(store.execute_write_memory(args.topic, args.content, args.summary, args.pin, mode))
-        elif args.command == "remove":
-            print(store.execute_remove_memory(args.topic))
-        elif args.command == "pin":
-            print(store.execute_pin_memory(args.topic, not args.off))
+        elif args.command in ("write", "remove", "pin"):
+            if args.command == "write":
+                mode = "replace" if args.replace else "append"
+                result = store.execute_write_memory(args.topic, args.content, args.summary, args.pin, mode)
+            elif args.command == "remove":
+                result = store.execute_remove_memory(args.topic)
+            else:
+                result = store.execute_pin_memory(args.topic, not args.off)
+            status = exit_status(result)
+            print(shown(result), file=sys.stdout if status == EXIT_OK else sys.stderr)
+            return status
         else:
             for h in store.search_memory(args.query):
                 print(f"{h.match_type}\t{h.filename}\t{h.snippet}")
     except JsError as e:
         print(f"{e.kind}: {e.message}", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,46 @@ def test_s_err_7_cli_reports_errors_and_fails(env: StoreEnv, capsys: pytest.Capt
     code = main(["--agent-dir", env.agent, "search", "x"])
     assert code == 1
     assert capsys.readouterr().err == f"Error: ENOTDIR: not a directory, scandir '{env.local}'\n"
+
+
+def run_cli_err(env: StoreEnv, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["--agent-dir", env.agent, "--shared-home", str(env.sandbox.home), *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_s_remove_2_cli_not_found_exits_3(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli_err(env, capsys, "remove", "Nothing")
+    assert (code, out, err) == (3, "", "No memory index found.\n")
+    run_cli(env, capsys, "write", "Alpha", "a", "--summary", "s")
+    code, out, err = run_cli_err(env, capsys, "pin", "Nothing")
+    assert (code, err) == (3, 'No entry found matching "Nothing".\n')
+
+
+def test_s_remove_3_cli_refusals_exit_4_and_name_the_cli_verb(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(env, capsys, "write", "Zeta One", "a", "--summary", "s", "--pin")
+    code, out, err = run_cli_err(env, capsys, "remove", "Zeta One")
+    assert code == 4 and out == ""
+    assert err == ('Cannot remove "Zeta One" — it is pinned. '
+                   "Unpin it first with: python -m reference pin --off Zeta One\n")
+    run_cli(env, capsys, "write", "Zeta Two", "b", "--summary", "s")
+    assert run_cli_err(env, capsys, "pin", "Zeta")[0] == 4  # ambiguous (S-IDX-8)
+    assert run_cli_err(env, capsys, "write", "Bad]Topic", "x", "--summary", "s")[0] == 4  # S-WRITE-2
+    assert run_cli_err(env, capsys, "write", "last-session-recap", "x", "--summary", "s")[0] == 4
+
+
+def test_s_lock_8_cli_busy_exits_5(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(env, capsys, "write", "Alpha", "a", "--summary", "s")
+    Path(env.local, ".lock").write_text(f"{os.getpid()}\t1\tlive", encoding="utf-8")  # a live holder: us
+    code, out, err = run_cli_err(env, capsys, "pin", "Alpha")
+    assert code == 5 and out == "" and err.startswith("Error: memory store is busy")
+
+
+def test_cli_exit_status_of_each_result_class() -> None:
+    from reference.__main__ import exit_status, shown
+
+    assert exit_status('Created memory topic "A" (a.md).') == 0
+    assert exit_status('"A" is already pinned.') == 0
+    assert exit_status("No memory index found.") == 3
+    assert exit_status('Multiple entries match "Z", be more specific: Z1, Z2') == 4
+    assert shown("Unpin it first with: /memory unpin A") == "Unpin it first with: python -m reference pin --off A"
