@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,24 @@ def publishing_calls(i: int, call: Traced) -> bool:
     return call.syscall in NAMESPACE or (on_lock and (call.creates or call.syscall.startswith("write")))
 
 
+@contextmanager
+def _campaign(
+    spec: PeerSpec, case: OpCase, kind: str, sandbox: Sandbox | None, timeout: float
+) -> Iterator[tuple[Sandbox, Enumeration, CaseReport]]:
+    """What every real-process campaign shares: a sandbox (its own unless given), the op's
+    enumerated calls, and a report timed from the start to the last point."""
+    sb = sandbox or Sandbox.create()
+    started = time.monotonic()
+    try:
+        en = enumerate_case(spec, sb, case, timeout=timeout)
+        report = CaseReport(spec.name, case.name, kind, calls=len(en.calls))
+        yield sb, en, report
+        report.seconds = time.monotonic() - started
+    finally:
+        if sandbox is None:
+            sb.remove()
+
+
 def crash_runs(
     spec: PeerSpec,
     case: OpCase,
@@ -321,12 +340,7 @@ def crash_runs(
     with_recovery: bool = True,
 ) -> CaseReport:
     """Kill the op at each store-touching call, check the crash state, then recover."""
-    own = sandbox is None
-    sb = sandbox or Sandbox.create()
-    started = time.monotonic()
-    try:
-        en = enumerate_case(spec, sb, case, timeout=timeout)
-        report = CaseReport(spec.name, case.name, "kill", calls=len(en.calls))
+    with _campaign(spec, case, "kill", sandbox, timeout) as (sb, en, report):
         published = published_versions(en.before, en.after)
         root = str(sb.root)
         memo: dict[tuple[tuple[str, str], ...], float | None] = {}
@@ -341,11 +355,7 @@ def crash_runs(
                 point.outage = measure_outage(spec, sb, memo, f"left by a kill at {name}", timeout=timeout)
                 point.recovery = recover(spec, sb, case, en.before, timeout=timeout)
             report.points.append(point)
-        report.seconds = time.monotonic() - started
-        return report
-    finally:
-        if own:
-            sb.remove()
+    return report
 
 
 def error_runs(
@@ -358,12 +368,7 @@ def error_runs(
     timeout: float = 15.0,
 ) -> CaseReport:
     """Fail each store-touching call with each errno; the op must fail and roll back."""
-    own = sandbox is None
-    sb = sandbox or Sandbox.create()
-    started = time.monotonic()
-    try:
-        en = enumerate_case(spec, sb, case, timeout=timeout)
-        report = CaseReport(spec.name, case.name, "errors", calls=len(en.calls))
+    with _campaign(spec, case, "errors", sandbox, timeout) as (sb, en, report):
         root = str(sb.root)
         memo: dict[tuple[tuple[str, str], ...], float | None] = {}
         for i, call in _select(en.calls, only):
@@ -384,11 +389,7 @@ def error_runs(
                               inject=injectable(i, en.calls, root), left=run.state)
                 point.outage = measure_outage(spec, sb, memo, how, timeout=timeout)
                 report.points.append(point)
-        report.seconds = time.monotonic() - started
-        return report
-    finally:
-        if own:
-            sb.remove()
+    return report
 
 
 # --- in process: each errno at each call, through MemFs -------------------------------------

@@ -167,6 +167,22 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def assert_same_files(
+    expected: dict[str, bytes], actual: dict[str, bytes], expected_label: str, actual_label: str,
+    heading: str = "files differ",
+) -> None:
+    """Fail with every differing path and the first one's two versions (store and differential
+    machines alike)."""
+    if actual == expected:
+        return
+    diff = sorted(k for k in set(actual) | set(expected) if actual.get(k) != expected.get(k))
+    first = diff[0]
+    raise AssertionError(
+        f"{heading} at {diff}: {first}:\n"
+        f"  {expected_label} {expected.get(first)!r}\n  {actual_label} {actual.get(first)!r}"
+    )
+
+
 # --- running ------------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from ..regressions import content
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
-from .base import CONFIG, Machine, guarded
+from .base import CONFIG, Machine, assert_same_files, guarded
 
 NOW_MS = DEFAULT_NOW_MS
 SCRIBBLES = (
@@ -374,14 +374,7 @@ class DifferentialMachine(Machine):
     @invariant()
     @guarded
     def same_files(self) -> None:
-        a, b = self.ref.files(), self.other.files()
-        if a != b:
-            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-            first = diff[0]
-            raise AssertionError(
-                f"files differ at {diff}: {first}:\n  reference: {a.get(first)!r}\n"
-                f"  {self.other.spec.kind}: {b.get(first)!r}"
-            )
+        assert_same_files(self.ref.files(), self.other.files(), "reference:", f"{self.other.spec.kind}:")
 
     def scenario_for(self, error: BaseException) -> dict[str, Any] | None:
         files = self.ref.files()

@@ -42,7 +42,7 @@ from ..regressions import content
 from ..sandbox import snapshot
 from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
-from .base import Machine, guarded
+from .base import Machine, assert_same_files, guarded
 from .targets import Target, opener
 
 NEEDED_OPS = frozenset({
@@ -404,14 +404,8 @@ class StoreShadowMachine(Machine):
         if not self.covered:
             self._resync(actual)
         if self.covered:
-            expected = self.shadow.files()
-            if actual != expected:
-                diff = sorted(k for k in set(actual) | set(expected) if actual.get(k) != expected.get(k))
-                first = diff[0]
-                raise AssertionError(
-                    f"files differ from the shadow at {diff}: {first}:\n"
-                    f"  shadow:    {expected.get(first)!r}\n  {self.target.name}: {actual.get(first)!r}"
-                )
+            assert_same_files(self.shadow.files(), actual, "shadow:   ", f"{self.target.name}:",
+                              "files differ from the shadow")
         leftovers = check_store(self.root / "agent/memory", ("leftovers",))
         leftovers += check_store(self.root / "home/.agents/memory", ("leftovers",))
         assert not leftovers, "; ".join(map(str, leftovers))
