@@ -37,6 +37,10 @@ from .sandbox import Sandbox
 from .writers import prepare_shared
 
 NOBODY = 65534
+REPLAY_SLACK_S = {"local": 2.5, "shared": 1.0}
+"""Seconds an exported busy regression may take beyond the lock policy's window: room for a
+loaded CI machine locally (0.5 s window); in shared mode the bound must stay under 5 s, where
+openclaude 0.6.6 answers busy instead of at ~3 s (S-LOCK-7)."""
 CONTENTS = ("valid", "empty", "garbage", "partial", "huge", "symlink", "fifo", "directory")
 HOLDERS = ("alive", "foreign-user", "holder-other-uid", "dead", "reused")
 AGES = (0, 20, 61)
@@ -268,7 +272,8 @@ def scenario_for(cell: Cell, store: str, verdict: str = "busy") -> dict[str, obj
     write: dict[str, object] = {"op": "write_memory", "args": {"topic": "Matrix", "content": "x", "summary": "s"}}
     if verdict == "busy":
         window = spec_seconds(cell) or (0.5 if cell.mode == "local" else 3.0)
-        write["expect"] = {"result": BUSY_TEXT, "max_seconds": window + 1.0}
+        # a store that waits out a reclaim age (10 s, 60 s) or hangs still fails the bound
+        write["expect"] = {"result": BUSY_TEXT, "max_seconds": window + REPLAY_SLACK_S[cell.mode]}
         write["note"] = "the planted lock state refuses the write (S-LOCK-8) within the policy's window"
         then: dict[str, object] = {"absent": [f"{store}/matrix.md"]}
     else:
