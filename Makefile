@@ -23,17 +23,17 @@ $(STAMP): pyproject.toml
 
 test: install
 	$(PY) tests/clause_coverage.py
-	$(PY) -m pytest -n auto --cov=reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
+	$(PY) -m pytest -n auto --cov=memconform.reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy --strict reference harness
+	$(VENV)/bin/mypy --strict -p memconform
 
 conformance: install
-	$(PY) -m harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
+	$(PY) -m memconform.harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
 
 bench: install
-	$(PY) -m harness bench --out benchmarks/RESULTS.md
+	$(PY) -m memconform.harness bench --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache .coverage

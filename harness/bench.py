@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference import Store
-from reference.clock import ControlledClock
-from reference.edge import edge_fs, edge_index_engine
-from reference.fs import Fs
-from reference.index_engine import IndexEngine, PlainEngine
-from reference.index_view import ViewEngine
+from memconform.reference import Store
+from memconform.reference.clock import ControlledClock
+from memconform.reference.edge import edge_fs, edge_index_engine
+from memconform.reference.fs import Fs
+from memconform.reference.index_engine import IndexEngine, PlainEngine
+from memconform.reference.index_view import ViewEngine
 
 from .peers import PeerSpec, configured_peers, start_driver
 from .sandbox import Sandbox
@@ -504,8 +504,8 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
 def run_workload(name: str) -> dict[str, Any]:
     """Run one workload in a subprocess; its result with the peak RSS of it and its children."""
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.bench", name], capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        [sys.executable, "-m", "memconform.harness.bench", name], capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent.parent)},
     )
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:]}

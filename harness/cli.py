@@ -1,4 +1,4 @@
-"""``memconform`` (``python -m harness``): the command line of the harness.
+"""``memconform`` (``python -m memconform.harness``): the command line of the harness.
 
 Each subcommand lives in its own module under ``harness/commands/``.  Whatever goes wrong
 before or around a run — a bad argument, a missing file, a peer that cannot start, Ctrl-C,

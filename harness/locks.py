@@ -346,9 +346,9 @@ def two_reclaimers_race(directory: Path) -> RaceResult:
     documents.  This drives ``reference.lock`` in process (hence the imports here, not at the
     top); peers have no such seam, so the race is shown on the reference only.
     """
-    from reference.clock import SystemClock
-    from reference.fs import Fs
-    from reference.lock import try_acquire
+    from memconform.reference.clock import SystemClock
+    from memconform.reference.fs import Fs
+    from memconform.reference.lock import try_acquire
 
     from .faults.doubles import FaultFs
 

@@ -1,6 +1,6 @@
 """Peer drivers: start an implementation, speak JSON Lines to it, survive it misbehaving.
 
-A peer is named ``python`` (``python -m reference serve``), ``pi:<memory-core.mjs>`` or
+A peer is named ``python`` (``python -m memconform.reference serve``), ``pi:<memory-core.mjs>`` or
 ``opencode:<ocl-memory.mjs>`` (node drivers under ``harness/peers/``), or comes from
 ``MEMCONFORM_PI_CORE`` / ``MEMCONFORM_OPENCODE_PLUGIN``.  A driver that hangs is killed after
 the per-op timeout; junk on stdout, a wrong id or a crash become a ``DriverError`` with the
@@ -93,7 +93,7 @@ class PeerSpec:
 
     def command(self) -> list[str]:
         if self.kind == "python":
-            return [sys.executable, "-m", "reference", "serve"]
+            return [sys.executable, "-m", "memconform.reference", "serve"]
         assert self.path is not None
         if Path(self.path).is_dir():
             raise PeerUnavailable(f"{self.name}: is a directory, not a module file")

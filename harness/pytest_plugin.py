@@ -7,6 +7,7 @@ xfail, and a listed deviation that passes fails (the list must stay true).
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from .runner import Worker
     from .scenarios import Scenario
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = Path(str(resources.files("memconform") / "scenarios"))  # as scenarios.py says
 _WORKER = pytest.StashKey[dict[str, "Worker"]]()
 
 

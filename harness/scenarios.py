@@ -14,13 +14,15 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .validation import first_error
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS_DIR = ROOT / "scenarios"
+# The corpus is package data of the one namespace: memconform/scenarios in a wheel, the
+# repository's scenarios/ (linked from memconform/) in a clone.
+SCENARIOS_DIR = Path(str(resources.files("memconform") / "scenarios"))
 SCHEMA_PATH = SCENARIOS_DIR / "scenario.schema.json"
 DEFAULT_NOW = "2026-08-07T01:02:50Z"
 DEFAULT_TZ = "UTC"

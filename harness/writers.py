@@ -1,6 +1,6 @@
 """N real writer processes on one store, started together behind a barrier (issue 4).
 
-Every writer is a driver process (``python -m reference serve`` or a node driver), so the
+Every writer is a driver process (``python -m memconform.reference serve`` or a node driver), so the
 reference and the JS peers write the same store through the same protocol.  Each writer runs
 an op script; every op is recorded in one ``History``; afterwards the store is checked for
 invariants, lost and duplicated updates, and linearizability against the kind model

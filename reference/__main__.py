@@ -1,4 +1,4 @@
-"""``python -m reference``: a small CLI over a real store, and the protocol server.
+"""``python -m memconform.reference``: a small CLI over a real store, and the protocol server.
 
 The store is found through the same variables as the JS core (``PI_CODING_AGENT_DIR``,
 ``PI_SHARED_MEMORY_HOME``, ``HOME``); ``--agent-dir``/``--shared-home`` override them, so the
@@ -26,7 +26,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_REFUSED, EXIT_BUSY = 0, 1,
 _NOT_FOUND = ("No entry found matching ", "No memory index found.")
 _REFUSED = ("Invalid topic:", "Reserved topic:", "Multiple entries match ", "Cannot remove ")
 _TOOL_UNPIN = "Unpin it first with: /memory unpin "
-_CLI_UNPIN = "Unpin it first with: python -m reference pin --off "
+_CLI_UNPIN = "Unpin it first with: python -m memconform.reference pin --off "
 
 
 def exit_status(result: str) -> int:
@@ -47,7 +47,7 @@ def shown(result: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
-    p = argparse.ArgumentParser(prog="python -m reference", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m memconform.reference", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agent-dir", help="agent directory: memory.jsonc, HANDOFF.md, memory/ "
                    "(default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)")

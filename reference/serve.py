@@ -1,6 +1,6 @@
 """The peer-protocol server: JSON Lines over stdin/stdout (DESIGN.md §3).
 
-``python -m reference serve`` answers every op of the protocol table against the store that its
+``python -m memconform.reference serve`` answers every op of the protocol table against the store that its
 environment names, exactly like the node drivers do for the JS cores, so the harness can drive
 the reference and a peer through one interface.
 """

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.sandbox import Sandbox
-from reference.clock import ControlledClock, parse_instant
-from reference.store import Store
+from memconform.harness.sandbox import Sandbox
+from memconform.reference.clock import ControlledClock, parse_instant
+from memconform.reference.store import Store
 
 NOW = "2026-08-07T01:02:50Z"
 NOW_MS = parse_instant(NOW)

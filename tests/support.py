@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from harness.faults.doubles import FaultFs, PathMatch, RecordingFs  # noqa: F401  (re-exported)
-from harness.oracles.spec import TEMP_SUFFIX
-from reference.clock import Clock
-from reference.fs import Fs
-from reference.store import Store
+from memconform.harness.faults.doubles import FaultFs, PathMatch, RecordingFs  # noqa: F401  (re-exported)
+from memconform.harness.oracles.spec import TEMP_SUFFIX
+from memconform.reference.clock import Clock
+from memconform.reference.fs import Fs
+from memconform.reference.store import Store
 from tests.conftest import NOW_MS, StoreEnv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ TS = "2026-08-07T01:02:50+00:00"  # NOW as the store writes it (UTC)
 LOCAL = "agent/memory/"
 SHARED = "home/.agents/memory/"
 IDX = LOCAL + "MEMORY.md"
-# Spelled out rather than imported from reference.lock, so a changed message fails the tests.
+# Spelled out rather than imported from memconform.reference.lock, so a changed message fails the tests.
 BUSY = (
     "Error: memory store is busy (another tool or process holds the lock) — "
     "please retry in a moment."
@@ -164,9 +164,9 @@ def run_python(
 # diagnostics collected in ``diags``.
 _FRESH_STORE = f"""\
 import json, sys
-from reference.clock import ControlledClock
-from reference.errors import describe
-from reference.store import Store
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import describe
+from memconform.reference.store import Store
 diags = []
 store = Store(json.loads(sys.argv[1]), clock=ControlledClock({NOW_MS}), diagnostics=diags.append)
 """

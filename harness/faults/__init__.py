@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno as _errno
 
-from reference.clock import parse_instant
+from memconform.reference.clock import parse_instant
 
 from ..scenarios import DEFAULT_NOW
 

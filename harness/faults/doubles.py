@@ -14,8 +14,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from reference.errors import NodeError
-from reference.fs import Fs
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
 
 T = TypeVar("T")
 PathMatch = Callable[[str], bool]

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.clock import ControlledClock
-from reference.serve import Server
-from reference.store import Store
+from memconform.reference.clock import ControlledClock
+from memconform.reference.serve import Server
+from memconform.reference.store import Store
 
 from ..oracles.crash_judge import (
     SHARED_REL,

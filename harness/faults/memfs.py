@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.errors import NodeError
-from reference.fs import Fs
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
 
 from ..oracles.crash_judge import State, is_lock, is_temp
 from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET

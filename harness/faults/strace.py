@@ -1,6 +1,6 @@
 """Syscall-level faults for any implementation, through ``strace`` (DESIGN.md §5).
 
-The driver of an implementation (``python -m reference serve`` or a node driver) runs under
+The driver of an implementation (``python -m memconform.reference serve`` or a node driver) runs under
 ``strace -f -y``; only the store-touching syscalls are traced (``open``/``openat``, the
 ``write`` family, ``fsync``, ``rename``, ``link``, ``unlink``, ``mkdir`` and their ``*at``
 forms).  ``strace -P`` cannot select them: it matches exact paths only, never "anything under
@@ -85,7 +85,7 @@ def stable_python_env() -> dict[str, str]:
     env = {"PYTHONPYCACHEPREFIX": str(prefix)}
     root = str(Path(__file__).resolve().parents[2])  # the repository
     subprocess.run(
-        [sys.executable, "-c", "import reference.serve"],
+        [sys.executable, "-c", "import memconform.reference.serve"],
         env={**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **env, "PYTHONPATH": root},
         capture_output=True, check=False, timeout=60,
     )

@@ -1,6 +1,6 @@
 """The same rules sent to the reference and to a peer, through the peer protocol.
 
-Two drivers (``python -m reference serve`` and the peer's), two sandboxes, one sequence of
+Two drivers (``python -m memconform.reference serve`` and the peer's), two sandboxes, one sequence of
 operations and file actions.  After every step the answers and the two sandboxes must agree:
 results exactly and errors by kind and code, files byte for byte — after replacing each
 sandbox's root by placeholders, treating lock and temporary names as volatile and comparing

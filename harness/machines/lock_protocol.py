@@ -33,11 +33,11 @@ from hypothesis import currently_in_test_context, target
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
-from reference.clock import ControlledClock
-from reference.errors import NodeError
-from reference.fs import Fs
-from reference.lock import HARD_STALE_MS, STALE_MS, release, try_acquire
-from reference.text import parse_int, trim
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.lock import HARD_STALE_MS, STALE_MS, release, try_acquire
+from memconform.reference.text import parse_int, trim
 
 from ..peers import PeerSpec
 from ..sandbox import Sandbox

@@ -36,11 +36,11 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from reference.clock import ControlledClock
-from reference.errors import AggregateJsError, NodeError
-from reference.index import INITIAL_MEMORY
-from reference.store import Store
-from reference.text import decode_utf8, encode_utf8
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import AggregateJsError, NodeError
+from memconform.reference.index import INITIAL_MEMORY
+from memconform.reference.store import Store
+from memconform.reference.text import decode_utf8, encode_utf8
 
 from ..faults.doubles import Call, FaultFs
 from ..oracles.invariants import check_store

@@ -26,8 +26,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.clock import ControlledClock
-from reference.session import (
+from memconform.reference.clock import ControlledClock
+from memconform.reference.session import (
     CONTINUE_MESSAGE,
     GLOBAL_MEMORY_HEADER,
     HANDOFF_HEADER,
@@ -35,7 +35,7 @@ from reference.session import (
     RULES_HEADER,
     Session,
 )
-from reference.store import Store
+from memconform.reference.store import Store
 
 from ..oracles.shadow import stamp
 from ..oracles.spec import INITIAL_INDEX

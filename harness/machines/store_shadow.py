@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from reference.store import Store
-from reference.text import trim
+from memconform.reference.store import Store
+from memconform.reference.text import trim
 
 from ..oracles import kind_model
 from ..oracles.grammar import first_date, parse

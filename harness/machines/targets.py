@@ -3,7 +3,7 @@
 A machine that only needs protocol ops (``write_memory``, ``search`` …) talks to a ``Target``
 and does not care whether the answers come from the reference ``Server`` called in this
 process (fast: no pipe, no JSON round trip) or from a driver process speaking the peer
-protocol (``python -m reference serve``, ``pi_core.mjs`` …).  Both answer with JSON values
+protocol (``python -m memconform.reference serve``, ``pi_core.mjs`` …).  Both answer with JSON values
 (``to_js_json``), so one comparison serves both.
 
 Driver targets are pooled per implementation: a node start per Hypothesis example would
@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
-from reference.clock import ControlledClock
-from reference.errors import describe
-from reference.jsjson import to_js_json
-from reference.serve import Server
-from reference.store import Store
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import describe
+from memconform.reference.jsjson import to_js_json
+from memconform.reference.serve import Server
+from memconform.reference.store import Store
 
 from ..peers import Answer, Driver, PeerSpec, start_driver
 from ..sandbox import Sandbox

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from reference.text import WHITESPACE, WS_CLASS, js_lower, trim
+from memconform.reference.text import WHITESPACE, WS_CLASS, js_lower, trim
 
 _WS = WS_CLASS[1:-1]
 # S-FMT-6: PREFIX = ws* "-" ws+ "[", NAME = [^\]]+, MID = "](" FILE ")", FILE = [^)]+,

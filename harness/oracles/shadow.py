@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from reference.text import (
+from memconform.reference.text import (
     WS_CLASS,
     collapse_whitespace,
     decode_utf8,

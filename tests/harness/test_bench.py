@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import bench
-from harness.commands.bench import _floors, _render
+from memconform.harness import bench
+from memconform.harness.commands.bench import _floors, _render
 
 
 @pytest.mark.parametrize("op", [bench.floor_op, bench.spec_floor_op])
@@ -60,10 +60,10 @@ def test_every_w1_phase_has_a_script_for_the_syscall_counts() -> None:
 
 def test_the_in_process_contenders_run_the_seams_they_name(tmp_path: Path) -> None:
     """W1 reports the plain engine beside the fast paths (issue 11)."""
-    from reference.dirwatch import WatchingFs
-    from reference.fs import Fs
-    from reference.index_engine import PlainEngine
-    from reference.index_view import ViewEngine
+    from memconform.reference.dirwatch import WatchingFs
+    from memconform.reference.fs import Fs
+    from memconform.reference.index_engine import PlainEngine
+    from memconform.reference.index_view import ViewEngine
 
     assert list(bench.IN_PROCESS) == ["reference", "reference-listing", "reference-plain"]
     assert set(bench.IN_PROCESS) <= set(bench.impls())

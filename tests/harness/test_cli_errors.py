@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.commands import common
-from harness.oracles.findings import EXIT_CODES_HELP
+from memconform.harness import cli
+from memconform.harness.commands import common
+from memconform.harness.oracles.findings import EXIT_CODES_HELP
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -196,7 +196,7 @@ def _fail_with(exc: BaseException) -> object:
 def test_a_harness_bug_is_one_line_naming_the_exception(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from harness.commands import check_history
+    from memconform.harness.commands import check_history
 
     monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
     monkeypatch.setattr(check_history, "run", _fail_with(RuntimeError("boom\nsecond line")))
@@ -211,7 +211,7 @@ def test_a_harness_bug_is_one_line_naming_the_exception(
 
 
 def test_ctrl_c_exits_130(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from harness.commands import check_history
+    from memconform.harness.commands import check_history
 
     monkeypatch.setattr(check_history, "run", _fail_with(KeyboardInterrupt()))
     assert one_line_error(capsys, ["check-history", str(tmp_path)], code=130).endswith(": interrupted")
@@ -220,7 +220,7 @@ def test_ctrl_c_exits_130(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
 def test_a_missing_user_path_deep_in_a_run(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from harness.commands import check_history
+    from memconform.harness.commands import check_history
 
     gone = FileNotFoundError(2, "No such file or directory", str(tmp_path / "x"))
     monkeypatch.setattr(check_history, "run", _fail_with(gone))
@@ -280,7 +280,7 @@ def test_as_a_subprocess(argv: list[str], expected: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop(cli.DEBUG_ENV, None)
     done = subprocess.run(
-        [sys.executable, "-m", "harness", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "memconform.harness", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=60, check=False,
     )
     assert done.returncode == 2

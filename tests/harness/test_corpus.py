@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.deviations import load as load_deviations
-from harness.peers import PeerSpec
-from harness.runner import Worker
-from harness.scenarios import SCENARIOS_DIR, discover
+from memconform.harness.deviations import load as load_deviations
+from memconform.harness.peers import PeerSpec
+from memconform.harness.runner import Worker
+from memconform.harness.scenarios import SCENARIOS_DIR, discover
 
 CORPUS = discover()
 FROZEN_CLAUSES = Path(__file__).resolve().parent.parent / "spec_clauses.txt"

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.faults import NOW_MS
-from harness.faults.campaigns import fault_case
-from harness.faults.cases import CASES
-from harness.faults.explorer import ROOT, Explorer, new_server, run_op
-from harness.faults.memfs import MemFs
-from harness.oracles.crash_judge import (
+from memconform.harness.cli import main
+from memconform.harness.faults import NOW_MS
+from memconform.harness.faults.campaigns import fault_case
+from memconform.harness.faults.cases import CASES
+from memconform.harness.faults.explorer import ROOT, Explorer, new_server, run_op
+from memconform.harness.faults.memfs import MemFs
+from memconform.harness.oracles.crash_judge import (
     Intent,
     Site,
     check_crash_state,
@@ -28,11 +28,11 @@ from harness.oracles.crash_judge import (
     judge_fault,
     published_versions,
 )
-from harness.sandbox import SNAPSHOT_DIR, Sandbox, snapshot
-from reference.clock import ControlledClock
-from reference.errors import NodeError
-from reference.serve import Server
-from reference.store import Store
+from memconform.harness.sandbox import SNAPSHOT_DIR, Sandbox, snapshot
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import NodeError
+from memconform.reference.serve import Server
+from memconform.reference.store import Store
 
 IDX = "agent/memory/MEMORY.md"
 OLD_INDEX = b"# Memory Index\n\n- [B](b.md) 2026-08-01 -- bee\n"
@@ -139,7 +139,7 @@ def test_memfs_run_equals_real_disk_run(name: str, tmp_path: Path) -> None:
 
 def test_memfs_overrides_the_whole_fs_seam() -> None:
     """A method added to ``Fs`` and not to MemFs would silently touch the real disk."""
-    from reference.fs import Fs
+    from memconform.reference.fs import Fs
 
     public = {n for n in vars(Fs) if not n.startswith("_") and callable(getattr(Fs, n))}
     missing = sorted(n for n in public if getattr(MemFs, n) is getattr(Fs, n))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import deviations
-from harness.cli import main
-from harness.deviations import (
+from memconform.harness import deviations
+from memconform.harness.cli import main
+from memconform.harness.deviations import (
     Deviation,
     DeviationsError,
     apply,
@@ -23,9 +23,9 @@ from harness.deviations import (
     parse,
     signature,
 )
-from harness.oracles.expect import Failure
-from harness.runner import Outcome
-from harness.scenarios import SCENARIOS_DIR, Scenario, discover
+from memconform.harness.oracles.expect import Failure
+from memconform.harness.runner import Outcome
+from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, discover
 
 CORPUS = {sc.id: sc for sc in discover(SCENARIOS_DIR / "conformance", run=["write/*"])}
 IDS = sorted(CORPUS)[:4]

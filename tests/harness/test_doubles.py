@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults.doubles import FaultFs
-from reference.errors import NodeError
+from memconform.harness.faults.doubles import FaultFs
+from memconform.reference.errors import NodeError
 
 
 def test_mutating_calls_are_numbered_and_a_failing_close_releases_the_descriptor(tmp_path: Path) -> None:

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.oracles.expect import (
+from memconform.harness.oracles.expect import (
     check_answer,
     check_then,
     first_difference,
     normalise_answer,
     normalise_files,
 )
-from harness.sandbox import snapshot
-from harness.scenarios import Expect, Scenario, Then
+from memconform.harness.sandbox import snapshot
+from memconform.harness.scenarios import Expect, Scenario, Then
 
 
 @dataclass

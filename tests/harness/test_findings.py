@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from harness import envelope
-from harness.oracles import findings as F
-from harness.oracles.findings import Finding
+from memconform.harness import envelope
+from memconform.harness.oracles import findings as F
+from memconform.harness.oracles.findings import Finding
 
 SCHEMA = json.loads(envelope.SCHEMA_PATH.read_text(encoding="utf-8"))
 

@@ -11,9 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness import cli
-from harness.envelope import SCHEMA_PATH
-from harness.machines import MACHINES
+from memconform.harness import cli
+from memconform.harness.envelope import SCHEMA_PATH
+from memconform.harness.machines import MACHINES
 
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
 PI_CORE = os.environ.get("MEMCONFORM_PI_CORE", "")
@@ -127,7 +127,7 @@ def test_a_machine_failure_is_a_finding_with_its_seed_and_regression(
 ) -> None:
     """A store that cuts summaries at 400 units: the store machine fails, the report holds a
     violation naming the machine, the seed, the implementation and the exported scenario."""
-    monkeypatch.setattr("reference.store.MAX_SUMMARY_LENGTH", 400)
+    monkeypatch.setattr("memconform.reference.store.MAX_SUMMARY_LENGTH", 400)
     out_json = tmp_path / "f.json"
     code = _main(["fuzz", "--impl", "python", "--minutes", "0.01", "--machine", "store_model", "--profile", "dev",
                   "--seed", "20260807", "--json", str(out_json), "--export", str(tmp_path / "regs")])
@@ -145,7 +145,7 @@ def test_a_machine_failure_is_a_finding_with_its_seed_and_regression(
 
 def test_no_export_writes_no_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("reference.store.MAX_SUMMARY_LENGTH", 400)
+    monkeypatch.setattr("memconform.reference.store.MAX_SUMMARY_LENGTH", 400)
     monkeypatch.chdir(tmp_path)
     code = _main(["fuzz", "--impl", "python", "--minutes", "0.01", "--machine", "store_model", "--profile", "dev",
                   "--seed", "20260807", "--no-export", "--export", str(tmp_path / "regs")])
@@ -155,7 +155,7 @@ def test_no_export_writes_no_scenario(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_batches_are_sized_to_the_budget_at_the_measured_speed() -> None:
-    from harness.commands.fuzz import PROBE_EXAMPLES, Tally, batch_size
+    from memconform.harness.commands.fuzz import PROBE_EXAMPLES, Tally, batch_size
 
     fresh = Tally()
     assert batch_size(fresh, 1000.0, most=200) == PROBE_EXAMPLES  # first a small probe

@@ -11,14 +11,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.availability import LockState, hazard_for
-from harness.cli import main
-from harness.envelope import SCHEMA_PATH
-from harness.faults.strace import strace_unavailable
-from harness.locks import Cell, lock_state, run_cell, scenario_for
-from harness.oracles.findings import HAZARD, Finding
-from harness.peers import PeerSpec, configured_peers
-from harness.regressions import export
+from memconform.harness.availability import LockState, hazard_for
+from memconform.harness.cli import main
+from memconform.harness.envelope import SCHEMA_PATH
+from memconform.harness.faults.strace import strace_unavailable
+from memconform.harness.locks import Cell, lock_state, run_cell, scenario_for
+from memconform.harness.oracles.findings import HAZARD, Finding
+from memconform.harness.peers import PeerSpec, configured_peers
+from memconform.harness.regressions import export
 
 PYTHON = PeerSpec("python")
 needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=str(strace_unavailable()))
@@ -128,8 +128,8 @@ def test_readme_errno_example_ends_with_a_verdict_that_says_what_it_found(
 @pytest.mark.skipif("pi" not in {p.kind for p in PEERS}, reason="set MEMCONFORM_PI_CORE to run the pi peer")
 def test_a13_empty_lock_left_by_pi_is_a_measured_minute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pi = next(p for p in PEERS if p.kind == "pi")
-    from harness.faults.campaigns import error_runs
-    from harness.faults.cases import CASES
+    from memconform.harness.faults.campaigns import error_runs
+    from memconform.harness.faults.cases import CASES
 
     report = error_runs(pi, CASES["write-create"], errnos=("ENOSPC",),
                         only=lambda i, c: c.syscall.startswith("write") and c.paths[0].endswith("/.lock"))
@@ -161,9 +161,9 @@ def test_bad_inputs_give_one_line_and_exit_2(
 def test_a_kill_before_the_token_write_is_a_measured_minute_then_recovery(tmp_path: Path) -> None:
     """Recovery no longer backdates the lock silently: the outage is measured first (the
     empty lock a kill at the token write leaves: 61 s of lock age), reported, then let pass."""
-    from harness.faults.campaigns import crash_runs
-    from harness.faults.cases import CASES
-    from harness.faults.outcomes import scenario_for as fault_scenario
+    from memconform.harness.faults.campaigns import crash_runs
+    from memconform.harness.faults.cases import CASES
+    from memconform.harness.faults.outcomes import scenario_for as fault_scenario
 
     case = CASES["write-create"]
     report = crash_runs(PYTHON, case, only=lambda i, c: c.syscall.startswith("write") and c.paths[0].endswith("/.lock"))

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from harness.faults import NOW
-from harness.peers import (
+from memconform.harness.faults import NOW
+from memconform.harness.peers import (
     ENV_OPENCODE,
     ENV_PI,
     Driver,
@@ -40,8 +40,8 @@ from harness.peers import (
     configured_peers,
     start_driver,
 )
-from harness.sandbox import Sandbox, snapshot
-from reference.lock import LOCK_BUSY_MESSAGE
+from memconform.harness.sandbox import Sandbox, snapshot
+from memconform.reference.lock import LOCK_BUSY_MESSAGE
 
 NOBODY = 65534
 KINDS = ("fifo", "symlink-in", "symlink-out", "dir", "socket", "unreadable", "bad-utf8", "nul")

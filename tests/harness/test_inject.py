@@ -1,6 +1,6 @@
 """Syscall-level faults through strace (faults/strace.py, faults/campaigns.py) on real driver processes.
 
-CI runs the reference (``python -m reference serve`` under strace): every op kind is killed at
+CI runs the reference (``python -m memconform.reference serve`` under strace): every op kind is killed at
 its publishing calls (namespace changes and the lock) and must leave an allowed crash state and
 recover; injected errors must roll back; the regression scenarios replay.  Set
 ``MEMCONFORM_CRASH_FULL=1`` to kill at every store-touching call instead.  The JS peers run
@@ -15,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.faults import campaigns
-from harness.faults.campaigns import crash_runs, error_runs
-from harness.faults.cases import CASES
-from harness.faults.strace import (
+from memconform.harness.cli import main
+from memconform.harness.faults import campaigns
+from memconform.harness.faults.campaigns import crash_runs, error_runs
+from memconform.harness.faults.cases import CASES
+from memconform.harness.faults.strace import (
     Traced,
     parse_trace,
     scenario_wrapper,
     store_calls,
     strace_unavailable,
 )
-from harness.peers import ENV_OPENCODE, ENV_PI, PeerSpec
-from harness.runner import Worker
-from harness.scenarios import SCENARIOS_DIR, load_file
+from memconform.harness.peers import ENV_OPENCODE, ENV_PI, PeerSpec
+from memconform.harness.runner import Worker
+from memconform.harness.scenarios import SCENARIOS_DIR, load_file
 
 needs_strace = pytest.mark.skipif(
     strace_unavailable() is not None, reason=f"no syscall injection: {strace_unavailable()}"
@@ -92,7 +92,7 @@ def test_publishing_subset() -> None:
 
 @needs_strace
 def test_enumeration_sees_the_store_calls_and_nothing_else() -> None:
-    from harness.sandbox import Sandbox
+    from memconform.harness.sandbox import Sandbox
 
     sb = Sandbox.create()
     try:
@@ -197,8 +197,8 @@ def test_opencode_survives_kills_at_publishing_calls() -> None:
 def test_exported_faults_name_only_paths_strace_can_select() -> None:
     """A regression's ``inject`` names a stable path and counts that path's calls (``-P``);
     a temporary's random name, or a rename (selected by its source), cannot be replayed."""
-    from harness.faults.outcomes import call_name, injectable
-    from harness.faults.strace import Traced
+    from memconform.harness.faults.outcomes import call_name, injectable
+    from memconform.harness.faults.strace import Traced
 
     root = "/s"
     lock, idx = f"{root}/agent/memory/.lock", f"{root}/agent/memory/MEMORY.md"

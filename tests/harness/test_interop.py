@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.history import History
-from harness.linearize import LINEARIZABLE
-from harness.peers import PeerSpec, configured_peers
-from harness.sandbox import Sandbox
-from harness.writers import ADVERSARIAL_TOPICS, generate_script, interop, lost_and_duplicated
+from memconform.harness.history import History
+from memconform.harness.linearize import LINEARIZABLE
+from memconform.harness.peers import PeerSpec, configured_peers
+from memconform.harness.sandbox import Sandbox
+from memconform.harness.writers import (
+    ADVERSARIAL_TOPICS,
+    generate_script,
+    interop,
+    lost_and_duplicated,
+)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["local", "shared"])

@@ -25,13 +25,13 @@ LONG_MODULES: dict[str, str] = {}
 # What harness/faults/ may take from reference/: the Fs seam and its errors, the clock, the
 # Store and serve (it replays the reference in process), and the string semantics.
 FAULTS_MAY_IMPORT = frozenset(
-    {"reference.fs", "reference.store", "reference.serve", "reference.clock", "reference.errors", "reference.text"}
+    {"memconform.reference.fs", "memconform.reference.store", "memconform.reference.serve", "memconform.reference.clock", "memconform.reference.errors", "memconform.reference.text"}
 )
-ORACLES_MAY_IMPORT = frozenset({"reference.text"})
+ORACLES_MAY_IMPORT = frozenset({"memconform.reference.text"})
 # The strace and explorer machinery a plain conformance run must not load (the old names too).
 HEAVY = (
-    "harness.faults.strace", "harness.faults.explorer", "harness.faults.memfs",
-    "harness.faults.campaigns", "harness.faults.crash", "harness.faults.inject",
+    "memconform.harness.faults.strace", "memconform.harness.faults.explorer", "memconform.harness.faults.memfs",
+    "memconform.harness.faults.campaigns", "memconform.harness.faults.crash", "memconform.harness.faults.inject",
 )
 
 
@@ -44,7 +44,7 @@ def modules() -> dict[str, Path]:
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            out[".".join(parts)] = path
+            out[".".join(["memconform", *parts])] = path
     return out
 
 
@@ -86,21 +86,21 @@ def _of(package: str) -> list[str]:
 
 def test_the_module_map_is_read() -> None:
     """Guard against a rule passing because it saw nothing."""
-    assert {"reference.text", "harness.oracles.grammar", "harness.runner"} <= set(modules())
-    assert "reference.text" in imports("harness.oracles.grammar")
-    assert "harness.oracles.grammar" in imports("harness.oracles.invariants")
+    assert {"memconform.reference.text", "memconform.harness.oracles.grammar", "memconform.harness.runner"} <= set(modules())
+    assert "memconform.reference.text" in imports("memconform.harness.oracles.grammar")
+    assert "memconform.harness.oracles.grammar" in imports("memconform.harness.oracles.invariants")
 
 
 def test_reference_imports_nothing_of_the_harness() -> None:
-    bad = {m: sorted(i for i in imports(m) if _within(i, "harness")) for m in _of("reference")}
+    bad = {m: sorted(i for i in imports(m) if _within(i, "memconform.harness")) for m in _of("memconform.reference")}
     assert {m: i for m, i in bad.items() if i} == {}
 
 
 def test_oracles_take_only_string_semantics_from_the_reference() -> None:
     """DESIGN §5: an oracle never judges with the reference's own parsers, slugs or store."""
     bad = {
-        m: sorted(i for i in imports(m) if _within(i, "reference") and i not in ORACLES_MAY_IMPORT)
-        for m in _of("harness.oracles")
+        m: sorted(i for i in imports(m) if _within(i, "memconform.reference") and i not in ORACLES_MAY_IMPORT)
+        for m in _of("memconform.harness.oracles")
     }
     assert {m: i for m, i in bad.items() if i} == {}
 
@@ -108,8 +108,8 @@ def test_oracles_take_only_string_semantics_from_the_reference() -> None:
 def test_faults_reach_the_reference_only_through_its_seams() -> None:
     """DESIGN §5: faults use the Fs seam, Store and serve; no other reference internals."""
     bad = {
-        m: sorted(i for i in imports(m) if _within(i, "reference") and i not in FAULTS_MAY_IMPORT)
-        for m in _of("harness.faults")
+        m: sorted(i for i in imports(m) if _within(i, "memconform.reference") and i not in FAULTS_MAY_IMPORT)
+        for m in _of("memconform.harness.faults")
     }
     assert {m: i for m, i in bad.items() if i} == {}
 
@@ -128,8 +128,8 @@ def test_no_module_over_the_line_limit() -> None:
 def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
     """The runner reaches for ``harness.faults.strace`` only when a scenario carries a fault."""
     code = (
-        "import harness.cli, harness.runner, harness.commands.conformance, sys; "
-        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('harness.faults'))))"
+        "import memconform.harness.cli, memconform.harness.runner, memconform.harness.commands.conformance, sys; "
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('memconform.harness.faults'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
@@ -142,11 +142,11 @@ def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
 @pytest.mark.parametrize(
     ("module", "node", "expected"),
     [
-        ("harness.oracles.grammar", "from .spec import X", "harness.oracles.spec"),
-        ("harness.oracles.grammar", "from . import spec", "harness.oracles"),
-        ("harness.oracles", "from .grammar import parse", "harness.oracles.grammar"),
-        ("harness.faults.memfs", "from ..scenarios import X", "harness.scenarios"),
-        ("harness.oracles.grammar", "from reference.text import trim", "reference.text"),
+        ("memconform.harness.oracles.grammar", "from .spec import X", "memconform.harness.oracles.spec"),
+        ("memconform.harness.oracles.grammar", "from . import spec", "memconform.harness.oracles"),
+        ("memconform.harness.oracles", "from .grammar import parse", "memconform.harness.oracles.grammar"),
+        ("memconform.harness.faults.memfs", "from ..scenarios import X", "memconform.harness.scenarios"),
+        ("memconform.harness.oracles.grammar", "from memconform.reference.text import trim", "memconform.reference.text"),
     ],
 )
 def test_relative_imports_resolve(module: str, node: str, expected: str) -> None:

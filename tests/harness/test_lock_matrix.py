@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import locks, writers
-from harness.locks import Cell, cells, run_matrix, spec_verdict, two_reclaimers_race
-from harness.peers import PeerSpec, configured_peers
+from memconform.harness import locks, writers
+from memconform.harness.locks import Cell, cells, run_matrix, spec_verdict, two_reclaimers_race
+from memconform.harness.peers import PeerSpec, configured_peers
 
 LOCAL = cells(("local",))
 # Shared mode waits 3 s per busy cell; CI takes every non-busy cell and one busy cell per content.
@@ -63,21 +63,21 @@ def test_matrix_and_writers_judge_without_the_reference() -> None:
     """Every implementation is driven through the protocol and judged by SPEC and the oracles:
     ``writers`` imports nothing of ``reference/``, ``locks`` only inside the in-process race."""
     writers_tree = ast.parse(Path(writers.__file__).read_text("utf-8"))
-    assert not {m for m in _imports(writers_tree) if m.split(".")[0] == "reference"}
+    assert not {m for m in _imports(writers_tree) if m.startswith("memconform.reference")}
     locks_tree = ast.parse(Path(locks.__file__).read_text("utf-8"))
     top = ast.Module(body=[n for n in locks_tree.body if isinstance(n, ast.Import | ast.ImportFrom)], type_ignores=[])
-    assert not {m for m in _imports(top) if m.split(".")[0] == "reference"}
+    assert not {m for m in _imports(top) if m.startswith("memconform.reference")}
     race = next(n for n in locks_tree.body if isinstance(n, ast.FunctionDef) and n.name == "two_reclaimers_race")
-    assert {m for m in _imports(race) if m.split(".")[0] == "reference"} == {
-        "reference.clock", "reference.fs", "reference.lock"
+    assert {m for m in _imports(race) if m.startswith("memconform.reference")} == {
+        "memconform.reference.clock", "memconform.reference.fs", "memconform.reference.lock"
     }
 
 
 def test_matrix_findings_hazards_by_default_violations_for_a_wrong_verdict() -> None:
     """The matrix's findings from its rows alone: an outage of a minute or for ever is an
     ``unavailable`` hazard naming the state; a verdict SPEC forbids is a violation."""
-    from harness.commands.locks import findings_of
-    from harness.locks import CellResult
+    from memconform.harness.commands.locks import findings_of
+    from memconform.harness.locks import CellResult
 
     directory = Cell("directory", "-", 0, "local")
     empty = Cell("empty", "-", 0, "shared")

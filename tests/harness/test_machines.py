@@ -16,17 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.machines import IN_PROCESS, load
-from harness.machines.base import EXPORT_ENV, run_machine
-from harness.machines.differential import DifferentialMachine, _Pool, configure_peer, current_peer
-from harness.machines.store_shadow import StoreShadowMachine
-from harness.oracles.invariants import check_store
-from harness.peers import PeerSpec
-from harness.scenarios import load_file
-from reference.errors import NodeError
-from reference.fs import Fs
-from reference.store import Store
+from memconform.harness import cli
+from memconform.harness.machines import IN_PROCESS, load
+from memconform.harness.machines.base import EXPORT_ENV, run_machine
+from memconform.harness.machines.differential import (
+    DifferentialMachine,
+    _Pool,
+    configure_peer,
+    current_peer,
+)
+from memconform.harness.machines.store_shadow import StoreShadowMachine
+from memconform.harness.oracles.invariants import check_store
+from memconform.harness.peers import PeerSpec
+from memconform.harness.scenarios import load_file
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.store import Store
 from tests.conftest import StoreEnv
 
 
@@ -56,9 +61,9 @@ def test_store_machine_keeps_its_registered_name() -> None:
 
 
 def test_store_machine_through_a_driver(export_dir: Path) -> None:
-    """The store machine's protocol path (what drives pi:), on ``python -m reference serve``:
+    """The store machine's protocol path (what drives pi:), on ``python -m memconform.reference serve``:
     one pooled driver, ``reset`` between examples, the shadow's texts and files exactly."""
-    from harness.machines import unbind
+    from memconform.harness.machines import unbind
 
     StoreShadowMachine.target_spec = PeerSpec("python")
     try:
@@ -95,7 +100,7 @@ def test_differential_machine_against_pi(export_dir: Path, peer_pool: None) -> N
 
 # --- regression export ----------------------------------------------------------------------
 
-SUMMARY_CAP_BUG = "import reference.store as s\ns.MAX_SUMMARY_LENGTH = 400\n"
+SUMMARY_CAP_BUG = "import memconform.reference.store as s\ns.MAX_SUMMARY_LENGTH = 400\n"
 
 
 def test_failing_example_is_exported_and_replays(
@@ -104,7 +109,7 @@ def test_failing_example_is_exported_and_replays(
     """A store that cuts summaries at 400 units makes the store machine fail; the exported
     scenario then fails on that store and passes on the reference (through the drivers)."""
     with monkeypatch.context() as broken:
-        broken.setattr("reference.store.MAX_SUMMARY_LENGTH", 400)
+        broken.setattr("memconform.reference.store.MAX_SUMMARY_LENGTH", 400)
         with pytest.raises(Exception) as info:
             run_machine(StoreShadowMachine, seed_value=20260807, max_examples=300)
     assert "seed 20260807" in "\n".join(getattr(info.value, "__notes__", []))
@@ -252,7 +257,7 @@ FINAL_SIGMA = {
 
 
 def test_final_sigma_before_a_newer_cased_letter_is_not_final() -> None:
-    from reference.text import js_lower
+    from memconform.reference.text import js_lower
 
     assert js_lower("\u0391\u03a3\u1c89") == "\u03b1\u03c3\u1c8a"
 

@@ -24,13 +24,13 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from harness.machines.profiles import PROFILES, profile, profile_name
-from harness.oracles import grammar
-from reference import config as ref_config
-from reference import index as ref_index
+from memconform.harness.machines.profiles import PROFILES, profile, profile_name
+from memconform.harness.oracles import grammar
+from memconform.reference import config as ref_config
+from memconform.reference import index as ref_index
 
 # Cheap pure functions: several times the profile's budget (ci 80 -> 320, nightly 1000 -> 4000).
-# The parser the reference reads memory.jsonc with (moving from reference.text to reference.jsjson).
+# The parser the reference reads memory.jsonc with (moving from memconform.reference.text to reference.jsjson).
 json_parse: Callable[[str], object] = vars(ref_config)["json_parse"]
 
 SETTINGS = profile(max_examples=4 * PROFILES[profile_name()].max_examples)

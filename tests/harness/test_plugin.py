@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     registered = any(ep.name == "memconform" for ep in entry_points(group="pytest11"))
-    plugin = [] if registered else ["-p", "harness.pytest_plugin"]
+    plugin = [] if registered else ["-p", "memconform.harness.pytest_plugin"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_XDIST_WORKER", None)
     return subprocess.run(

@@ -16,17 +16,17 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from harness import cli, report
-from harness.commands import check_history, common, conformance
-from harness.deviations import Deviation
-from harness.envelope import SCHEMA_PATH, RunReport
-from harness.history import History
-from harness.linearize import NOT_LINEARIZABLE, UNKNOWN, LinearizabilityVerdict
-from harness.oracles.findings import HAZARD, Finding
-from harness.oracles.invariants import Violation
-from harness.runner import Outcome
-from harness.scenarios import Scenario
-from harness.writers import InteropResult, WriterStats, findings, fresh_history_path
+from memconform.harness import cli, report
+from memconform.harness.commands import check_history, common, conformance
+from memconform.harness.deviations import Deviation
+from memconform.harness.envelope import SCHEMA_PATH, RunReport
+from memconform.harness.history import History
+from memconform.harness.linearize import NOT_LINEARIZABLE, UNKNOWN, LinearizabilityVerdict
+from memconform.harness.oracles.findings import HAZARD, Finding
+from memconform.harness.oracles.invariants import Violation
+from memconform.harness.runner import Outcome
+from memconform.harness.scenarios import Scenario
+from memconform.harness.writers import InteropResult, WriterStats, findings, fresh_history_path
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
@@ -96,7 +96,7 @@ def test_an_expected_failure_is_a_deviation_and_a_stale_one_a_violation(
 ) -> None:
     root = corpus(tmp_path, WRONG, RIGHT)
     listed = [Deviation("memconform-reference", "*", "x/wrong", "known to differ")]
-    monkeypatch.setattr("harness.deviations.load", lambda: listed)
+    monkeypatch.setattr("memconform.harness.deviations.load", lambda: listed)
     out = tmp_path / "c.json"
     assert cli.main(["conformance", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     data = load(out)
@@ -122,7 +122,7 @@ def test_runner_hazards_are_shown_and_gate_only_under_fail_on_hazard(
         vars(outcomes[0])["findings"] = [hazard]  # Outcome.findings: the runner's hazards
         return outcomes
 
-    monkeypatch.setattr("harness.commands.conformance.run_all", with_hazard)
+    monkeypatch.setattr("memconform.harness.commands.conformance.run_all", with_hazard)
     out = tmp_path / "c.json"
     assert cli.main(["conformance", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     text = capsys.readouterr().out

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios import (
+from memconform.harness.scenarios import (
     FILE_ACTIONS,
     SCENARIOS_DIR,
     Clock,
@@ -19,7 +19,7 @@ from harness.scenarios import (
     iso_instant,
     load_file,
 )
-from reference.clock import parse_instant
+from memconform.reference.clock import parse_instant
 
 CORPUS = discover(SCENARIOS_DIR)
 

@@ -9,16 +9,16 @@ import re
 
 import pytest
 
-from reference.compaction import (
+from memconform.reference.compaction import (
     build_compaction_consolidation_prompt,
     build_consolidation_prompt,
     decide_compaction_action,
     detect_incomplete_task,
 )
-from reference.config import Rules, render_rules_to_markdown
-from reference.errors import JsTypeError
-from reference.session import SentMessage, Session
-from reference.text import UNDEFINED
+from memconform.reference.config import Rules, render_rules_to_markdown
+from memconform.reference.errors import JsTypeError
+from memconform.reference.session import SentMessage, Session
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 
 # --- S-COMPACT-1 ---------------------------------------------------------------------------

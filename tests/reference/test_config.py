@@ -21,17 +21,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.config import (
+from memconform.reference.config import (
     DEFAULT_CONFIG_TEXT,
     Rules,
     render_rules_to_markdown,
     rules_from_text,
     strip_jsonc,
 )
-from reference.jsjson import json_parse, to_js_json
-from reference.serve import Server
-from reference.session import Session
-from reference.store import Store
+from memconform.reference.jsjson import json_parse, to_js_json
+from memconform.reference.serve import Server
+from memconform.reference.session import Session
+from memconform.reference.store import Store
 from tests.conftest import StoreEnv
 from tests.support import (
     CONFIG_DIAG,
@@ -90,7 +90,7 @@ def with_(**changes: Any) -> dict[str, Any]:
 
 PARSE_IN_CHILD = """
 import json, time
-from reference.store import Store
+from memconform.reference.store import Store
 diags = []
 store = Store(diagnostics=diags.append)
 t0 = time.monotonic()
@@ -699,7 +699,7 @@ def test_s_cfg_8_session_never_fails_on_config(env: StoreEnv) -> None:
 
 def test_s_cfg_8_stderr_line_format(env: StoreEnv) -> None:
     env.config("null")
-    code = "from reference.store import Store\ns = Store()\ns.parse_rules()\ns.parse_rules()\n"
+    code = "from memconform.reference.store import Store\ns = Store()\ns.parse_rules()\ns.parse_rules()\n"
     code += "Store().parse_rules()\n"
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -727,7 +727,7 @@ def test_s_cfg_8_message_context_can_split_a_surrogate_pair(env: StoreEnv) -> No
 def test_s_cfg_8_stderr_writes_lone_surrogate_as_replacement(env: StoreEnv) -> None:
     env.config(LONE_SURROGATE_CONFIG)
     proc = subprocess.run(
-        [sys.executable, "-c", "from reference.store import Store\nStore().parse_rules()"],
+        [sys.executable, "-c", "from memconform.reference.store import Store\nStore().parse_rules()"],
         env={**env.sandbox.env(), "PYTHONPATH": str(REPO)},
         capture_output=True,
         check=True,

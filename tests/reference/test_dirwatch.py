@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference import dirwatch
-from reference.dirwatch import WATCHER, DirWatcher, WatchingFs
-from reference.fs import Fs, list_regular
+from memconform.reference import dirwatch
+from memconform.reference.dirwatch import WATCHER, DirWatcher, WatchingFs
+from memconform.reference.fs import Fs, list_regular
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
 
@@ -178,7 +178,7 @@ def test_s_io_1_many_directories_keep_a_bounded_number_of_watches(watcher: DirWa
 
 def test_s_io_1_paths_the_watch_cannot_take_fall_back_to_the_listing_and_its_error(tmp_path: Path) -> None:
     """S-IO-1: a missing directory or a file is not watched; the listing names the failure."""
-    from reference.errors import NodeError
+    from memconform.reference.errors import NodeError
 
     (tmp_path / "file.md").write_text("x")
     for path, code in ((tmp_path / "missing", "ENOENT"), (tmp_path / "file.md", "ENOTDIR")):
@@ -213,8 +213,8 @@ def test_s_io_1_without_inotify_the_watch_always_defers_to_the_listing(watcher: 
 
 def test_the_watch_is_chosen_at_the_edge_and_off_with_dirwatch_0(tmp_path: Path) -> None:
     """A ``Store`` alone lists; ``serve``/the CLI/the bench watch unless MEMCONFORM_DIRWATCH=0."""
-    from reference.edge import edge_fs, edge_store
-    from reference.store import Store
+    from memconform.reference.edge import edge_fs, edge_store
+    from memconform.reference.store import Store
 
     assert type(Store({"HOME": str(tmp_path)}).fs) is Fs
     assert type(edge_fs({})) is WatchingFs
@@ -229,13 +229,13 @@ def test_the_fs_seam_neither_imports_the_watch_nor_reads_the_environment() -> No
     import ast
     import subprocess
 
-    import reference.fs
+    from memconform.reference import fs as reference_fs
 
-    tree = ast.parse(Path(reference.fs.__file__).read_text())
+    tree = ast.parse(Path(reference_fs.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "dirwatch" not in imported and "reference.dirwatch" not in imported
+    assert "dirwatch" not in imported and "memconform.reference.dirwatch" not in imported
     names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert not names & {"environ", "getenv"}
-    code = "import sys, reference, reference.fs, reference.store; print(sorted(m for m in sys.modules if m in ('reference.dirwatch', 'reference.index_view')))"
+    code = "import sys, memconform.reference.fs, memconform.reference.store; print(sorted(m for m in sys.modules if m in ('memconform.reference.dirwatch', 'memconform.reference.index_view')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"  # a Store alone loads no speed path

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from reference.errors import JsError, JsTypeError, NodeError
-from reference.store import SIZE_MARKER, TOPIC_SIZE_MARKER, SearchHit, Store
-from reference.text import UNDEFINED
+from memconform.reference.errors import JsError, JsTypeError, NodeError
+from memconform.reference.store import SIZE_MARKER, TOPIC_SIZE_MARKER, SearchHit, Store
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 from tests.support import IDX, FaultFs, store_with
 

@@ -23,13 +23,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.sandbox import Sandbox
-from reference.clock import ControlledClock
-from reference.dirwatch import DirWatcher, WatchingFs
-from reference.index import DAY_MS
-from reference.index_view import ViewEngine
-from reference.store import Store
-from reference.text import UNDEFINED
+from memconform.harness.sandbox import Sandbox
+from memconform.reference.clock import ControlledClock
+from memconform.reference.dirwatch import DirWatcher, WatchingFs
+from memconform.reference.index import DAY_MS
+from memconform.reference.index_view import ViewEngine
+from memconform.reference.store import Store
+from memconform.reference.text import UNDEFINED
 from tests.conftest import NOW_MS
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify")

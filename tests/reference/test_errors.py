@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 import pytest
 
-from reference.compaction import decide_compaction_action
-from reference.config import Rules, render_rules_to_markdown
-from reference.errors import AggregateJsError, JsError, JsTypeError, NodeError, describe
-from reference.store import Store
-from reference.text import UNDEFINED
+from memconform.reference.compaction import decide_compaction_action
+from memconform.reference.config import Rules, render_rules_to_markdown
+from memconform.reference.errors import AggregateJsError, JsError, JsTypeError, NodeError, describe
+from memconform.reference.store import Store
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 from tests.support import BUSY, IDX, TS, FaultFs, ends, hold_lock, is_tmp_of, store_with
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from reference.errors import JsError, JsTypeError, NodeError
-from reference.text import UNDEFINED
+from memconform.reference.errors import JsError, JsTypeError, NodeError
+from memconform.reference.text import UNDEFINED
 from tests.conftest import NOW_MS, StoreEnv, set_tz
 from tests.support import FaultFs, RecordingFs, run_on_fresh_store, store_with, temps_in
 

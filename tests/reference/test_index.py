@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from reference.index import (
+from memconform.reference.index import (
     INITIAL_MEMORY,
     Ambiguous,
     Found,

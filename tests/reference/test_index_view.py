@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.index import (
+from memconform.reference.index import (
     DAY_MS,
     Found,
     IndexLine,
@@ -22,9 +22,9 @@ from reference.index import (
     parse_index_line,
     upsert_index_line,
 )
-from reference.index_engine import Index, PlainEngine, PlainIndex
-from reference.index_view import IndexView, ViewEngine
-from reference.text import js_lower
+from memconform.reference.index_engine import Index, PlainEngine, PlainIndex
+from memconform.reference.index_view import IndexView, ViewEngine
+from memconform.reference.text import js_lower
 from tests.conftest import NOW_MS
 
 NAMES = ["Alpha", "alpha", "Beta", "b.md", "Gamma ray", "ΣΑΣ"]

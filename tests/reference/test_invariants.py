@@ -2,7 +2,7 @@
 
 Crashes are real: a forked child runs the operation through an ``Fs`` that calls ``os._exit``
 before its k-th call (for every k until the operation completes), and a real
-``python -m reference serve`` process is SIGKILLed by strace's syscall injection at a chosen
+``python -m memconform.reference serve`` process is SIGKILLed by strace's syscall injection at a chosen
 syscall.  After each crash the files must be in one of the states S-INV-8 allows.
 """
 
@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from reference.clock import ControlledClock
-from reference.config import DEFAULT_CONFIG_TEXT
-from reference.errors import NodeError
-from reference.fs import Fs
-from reference.index import parse_index_line
-from reference.lock import release, try_acquire
-from reference.session import Session
-from reference.store import Store
+from memconform.reference.clock import ControlledClock
+from memconform.reference.config import DEFAULT_CONFIG_TEXT
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.index import parse_index_line
+from memconform.reference.lock import release, try_acquire
+from memconform.reference.session import Session
+from memconform.reference.store import Store
 from tests.conftest import NOW, NOW_MS, StoreEnv
 from tests.support import BUSY, IDX, FaultFs, dead_pid, ends, store_with
 
@@ -504,7 +504,7 @@ needs_strace = pytest.mark.skipif(not strace_usable(), reason="strace (ptrace) n
 
 
 def serve_killed_at(env: StoreEnv, inject: str, requests: list[dict[str, Any]]) -> list[Any]:
-    """Run ``python -m reference serve`` under strace, which SIGKILLs it at ``inject``."""
+    """Run ``python -m memconform.reference serve`` under strace, which SIGKILLs it at ``inject``."""
     lines = "".join(json.dumps(r) + "\n" for r in requests)
     proc = subprocess.run(
         [
@@ -515,7 +515,7 @@ def serve_killed_at(env: StoreEnv, inject: str, requests: list[dict[str, Any]]) 
             f"inject={inject}:signal=KILL",
             sys.executable,
             "-m",
-            "reference",
+            "memconform.reference",
             "serve",
         ],
         input=lines,
@@ -1004,7 +1004,7 @@ def test_s_inv_10_state_is_per_process(env: StoreEnv) -> None:
 def serve_once(env: StoreEnv, requests: list[dict[str, Any]]) -> tuple[list[Any], str]:
     lines = "".join(json.dumps(r) + "\n" for r in requests)
     proc = subprocess.run(
-        [sys.executable, "-m", "reference", "serve"],
+        [sys.executable, "-m", "memconform.reference", "serve"],
         input=lines,
         capture_output=True,
         text=True,

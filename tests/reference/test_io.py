@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from reference.errors import NodeError, UnsafeFileError
-from reference.fs import (
+from memconform.reference.errors import NodeError, UnsafeFileError
+from memconform.reference.fs import (
     MAX_BYTES,
     Fs,
     atomic_write,

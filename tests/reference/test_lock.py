@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from reference import lock as lockmod
-from reference.errors import NodeError
-from reference.fs import Fs
-from reference.lock import (
+from memconform.reference import lock as lockmod
+from memconform.reference.errors import NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.lock import (
     LOCK_BUSY_MESSAGE,
     owner_alive,
     release,

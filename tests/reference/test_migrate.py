@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from reference.errors import JsError
+from memconform.reference.errors import JsError
 from tests.conftest import NOW_MS, StoreEnv
 from tests.support import (
     FaultFs,

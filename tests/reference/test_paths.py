@@ -16,11 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.sandbox import SNAPSHOT_DIR
-from reference.errors import JsError, NodeError
-from reference.paths import StorePaths, index_path, join, lock_path, normalize, tombstones_path
-from reference.session import Session
-from reference.store import Store
+from memconform.harness.sandbox import SNAPSHOT_DIR
+from memconform.reference.errors import JsError, NodeError
+from memconform.reference.paths import (
+    StorePaths,
+    index_path,
+    join,
+    lock_path,
+    normalize,
+    tombstones_path,
+)
+from memconform.reference.session import Session
+from memconform.reference.store import Store
 from tests.conftest import StoreEnv
 from tests.support import CONFIG_DIAG, FALLBACK_RULES, FaultFs, ends, run_python, store_with
 
@@ -81,7 +88,7 @@ def test_s_path_1_reads_process_environment_at_load(
 
 EMPTY_AGENT_CHILD = """
 import json
-from reference.store import Store
+from memconform.reference.store import Store
 diags = []
 store = Store(diagnostics=diags.append)
 first = store.parse_rules().to_js()

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from reference.errors import JsTypeError
-from reference.lock import LOCK_BUSY_MESSAGE
-from reference.text import UNDEFINED
+from memconform.reference.errors import JsTypeError
+from memconform.reference.lock import LOCK_BUSY_MESSAGE
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 from tests.support import LOCAL, SHARED, RecordingFs, live_token, put_memory, store_with
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.index_engine import Index, PlainEngine
-from reference.index_view import ViewEngine
+from memconform.reference.index_engine import Index, PlainEngine
+from memconform.reference.index_view import ViewEngine
 
 ENTRY = "- [A](a.md) 2026-08-01T00:00:00+00:00 -- a"
 

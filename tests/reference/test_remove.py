@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from reference.errors import JsError, JsTypeError, NodeError
-from reference.lock import LOCK_BUSY_MESSAGE
-from reference.text import UNDEFINED
+from memconform.reference.errors import JsError, JsTypeError, NodeError
+from memconform.reference.lock import LOCK_BUSY_MESSAGE
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 from tests.support import (
     LOCAL,

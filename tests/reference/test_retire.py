@@ -9,7 +9,7 @@ import errno
 import os
 import time
 
-from reference.lock import LOCK_BUSY_MESSAGE
+from memconform.reference.lock import LOCK_BUSY_MESSAGE
 from tests.conftest import StoreEnv
 from tests.support import FaultFs, RecordingFs, live_token, store_with
 

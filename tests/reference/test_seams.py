@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import reference
-from reference.clock import ControlledClock
-from reference.context import StoreContext
-from reference.fs import Fs
-from reference.store import Store
+from memconform import reference
+from memconform.reference.clock import ControlledClock
+from memconform.reference.context import StoreContext
+from memconform.reference.fs import Fs
+from memconform.reference.store import Store
 from tests.conftest import NOW_MS, StoreEnv
 
 PACKAGE = Path(reference.__file__).parent
@@ -54,9 +54,9 @@ def test_the_context_carries_the_clock_of_the_moment(env: StoreEnv) -> None:
 
 def test_the_index_engine_is_plain_unless_an_entry_point_chooses_the_views(env: StoreEnv) -> None:
     """A ``Store`` runs the S-IDX scans; serve/the CLI/the bench inject a ``ViewEngine``."""
-    from reference.edge import edge_index_engine, edge_store
-    from reference.index_engine import PlainEngine
-    from reference.index_view import ViewEngine
+    from memconform.reference.edge import edge_index_engine, edge_store
+    from memconform.reference.index_engine import PlainEngine
+    from memconform.reference.index_view import ViewEngine
 
     assert type(Store(env.sandbox.env()).index_engine) is PlainEngine
     assert type(edge_index_engine({})) is ViewEngine
@@ -67,15 +67,15 @@ def test_the_index_engine_is_plain_unless_an_entry_point_chooses_the_views(env: 
 
 
 def test_serve_and_the_cli_build_their_store_at_the_edge(env: StoreEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``python -m reference`` reads the environment when it builds the store, not at import."""
+    """``python -m memconform.reference`` reads the environment when it builds the store, not at import."""
     import io
 
-    from reference import __main__ as cli
-    from reference import serve as serve_module
-    from reference.index_engine import PlainEngine
+    from memconform.reference import __main__ as cli
+    from memconform.reference import serve as serve_module
+    from memconform.reference.index_engine import PlainEngine
 
     built: list[Store] = []
-    from reference.edge import edge_store as real
+    from memconform.reference.edge import edge_store as real
 
     def recording(*args: object, **kwargs: object) -> Store:
         store = real(*args, **kwargs)  # type: ignore[arg-type]
@@ -115,9 +115,9 @@ class _RecordingFs(Fs):
 def test_s_inv_10_reset_keeps_the_fs_env_diagnostics_and_engine_it_was_built_over(env: StoreEnv) -> None:
     """S-INV-10: ``reset`` forgets process state, not the seams: an in-process server over a
     non-default ``Fs`` must not switch to the real disk (or the process's environment)."""
-    from reference.clock import SystemClock
-    from reference.index_view import ViewEngine
-    from reference.serve import Server
+    from memconform.reference.clock import SystemClock
+    from memconform.reference.index_view import ViewEngine
+    from memconform.reference.serve import Server
 
     fs, engine = _RecordingFs(), ViewEngine()
     diags: list[str] = []
@@ -141,7 +141,7 @@ def test_s_inv_10_reset_keeps_the_fs_env_diagnostics_and_engine_it_was_built_ove
 
 
 def test_reset_makes_its_clock_with_the_servers_clock_factory(env: StoreEnv) -> None:
-    from reference.serve import Server
+    from memconform.reference.serve import Server
 
     made: list[ControlledClock] = []
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from reference.__main__ import main
-from reference.serve import Server, serve
-from reference.store import Store
+from memconform.reference.__main__ import main
+from memconform.reference.serve import Server, serve
+from memconform.reference.store import Store
 from tests.conftest import StoreEnv
 
 DESIGN_OPS = [
@@ -105,7 +105,7 @@ def test_s_fmt_18_server_prints_numbers_as_js(server: Server, env: StoreEnv) -> 
 
 
 def test_advance_clock_needs_a_controlled_clock(env: StoreEnv) -> None:
-    from reference.clock import SystemClock
+    from memconform.reference.clock import SystemClock
 
     server = Server(Store(env.sandbox.env(), clock=SystemClock()))
     assert ask(server, "advance_clock", {"seconds": 1})["error"]["kind"] == "ValueError"
@@ -170,7 +170,7 @@ def test_s_remove_3_cli_refusals_exit_4_and_name_the_cli_verb(env: StoreEnv, cap
     code, out, err = run_cli_err(env, capsys, "remove", "Zeta One")
     assert code == 4 and out == ""
     assert err == ('Cannot remove "Zeta One" — it is pinned. '
-                   "Unpin it first with: python -m reference pin --off Zeta One\n")
+                   "Unpin it first with: python -m memconform.reference pin --off Zeta One\n")
     run_cli(env, capsys, "write", "Zeta Two", "b", "--summary", "s")
     assert run_cli_err(env, capsys, "pin", "Zeta")[0] == 4  # ambiguous (S-IDX-8)
     assert run_cli_err(env, capsys, "write", "Bad]Topic", "x", "--summary", "s")[0] == 4  # S-WRITE-2
@@ -185,10 +185,10 @@ def test_s_lock_8_cli_busy_exits_5(env: StoreEnv, capsys: pytest.CaptureFixture[
 
 
 def test_cli_exit_status_of_each_result_class() -> None:
-    from reference.__main__ import exit_status, shown
+    from memconform.reference.__main__ import exit_status, shown
 
     assert exit_status('Created memory topic "A" (a.md).') == 0
     assert exit_status('"A" is already pinned.') == 0
     assert exit_status("No memory index found.") == 3
     assert exit_status('Multiple entries match "Z", be more specific: Z1, Z2') == 4
-    assert shown("Unpin it first with: /memory unpin A") == "Unpin it first with: python -m reference pin --off A"
+    assert shown("Unpin it first with: /memory unpin A") == "Unpin it first with: python -m memconform.reference pin --off A"

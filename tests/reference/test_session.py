@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 
-from reference.compaction import build_compaction_consolidation_prompt, build_consolidation_prompt
-from reference.session import SentMessage, Session
-from reference.text import UNDEFINED
+from memconform.reference.compaction import (
+    build_compaction_consolidation_prompt,
+    build_consolidation_prompt,
+)
+from memconform.reference.session import SentMessage, Session
+from memconform.reference.text import UNDEFINED
 from tests.conftest import StoreEnv
 from tests.support import BUSY, IDX, TS, FaultFs, RecordingFs, hold_lock, store_with
 

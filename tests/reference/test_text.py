@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.clock import local_iso, parse_instant, utc_date
-from reference.compaction import detect_incomplete_task
-from reference.index import find_date, parse_index_line, to_slug
-from reference.jsjson import JsonSyntaxError, json_parse, to_js_json
-from reference.text import (
+from memconform.reference.clock import local_iso, parse_instant, utc_date
+from memconform.reference.compaction import detect_incomplete_task
+from memconform.reference.index import find_date, parse_index_line, to_slug
+from memconform.reference.jsjson import JsonSyntaxError, json_parse, to_js_json
+from memconform.reference.text import (
     LINE_START,
     UNDEFINED,
     WHITESPACE,
@@ -522,7 +522,7 @@ def test_s_fmt_18_number_to_string_of_random_bit_patterns(bits: int) -> None:
 
 def test_s_fmt_18_render_rule_items(env: StoreEnv) -> None:
     env.config('{"always_persist": [1.0, -0, 1e16, 1e21, 5e-7, 12345678901234567890]}')
-    from reference.config import render_rules_to_markdown
+    from memconform.reference.config import render_rules_to_markdown
 
     md = render_rules_to_markdown(env.store.parse_rules())
     assert md == (

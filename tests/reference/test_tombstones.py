@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.errors import JsError, NodeError
-from reference.fs import Fs
-from reference.tombstones import (
+from memconform.reference.errors import JsError, NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.tombstones import (
     add_tombstone,
     clear_tombstone,
     parse_tombstones,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from reference.compaction import build_consolidation_prompt
-from reference.config import render_rules_to_markdown
-from reference.errors import JsError
-from reference.tools import (
+from memconform.reference.compaction import build_consolidation_prompt
+from memconform.reference.config import render_rules_to_markdown
+from memconform.reference.errors import JsError
+from memconform.reference.tools import (
     COMMAND_DESCRIPTION,
     COMMAND_NAME,
     TOOLS,

@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from reference.topic import probe_name, split_block
+from memconform.reference.topic import probe_name, split_block
 from tests.conftest import NOW_MS, StoreEnv
 from tests.support import IDX, TS, FaultFs, ends, store_with
 

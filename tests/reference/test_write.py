@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from reference.clock import ControlledClock
-from reference.errors import AggregateJsError, JsError, NodeError
-from reference.fs import Fs
-from reference.lock import LOCK_BUSY_MESSAGE
-from reference.text import UNDEFINED
+from memconform.reference.clock import ControlledClock
+from memconform.reference.errors import AggregateJsError, JsError, NodeError
+from memconform.reference.fs import Fs
+from memconform.reference.lock import LOCK_BUSY_MESSAGE
+from memconform.reference.text import UNDEFINED
 from tests.conftest import NOW_MS, StoreEnv, set_tz
 from tests.support import LOCAL, SHARED, TS, FaultFs, RecordingFs, ends, store_with
 
