@@ -98,6 +98,7 @@ class Step:
     worker: str | None = None
     timeout: float | None = None  # this step's own per-op timeout (s)
     note: str = ""
+    by: str | None = None  # cross-tool sequences: "A" (--impl) or "B" (--with) runs it
 
     @property
     def is_file_action(self) -> bool:
@@ -228,7 +229,8 @@ def _step(data: dict[str, Any]) -> Step:
         tuple(e.get("result_excludes", ())), error, tuple(e.get("stderr_contains", ())),
         e.get("max_seconds"), e.get("min_seconds"),
     )
-    return Step(data["op"], dict(data.get("args", {})), expect, data.get("worker"), data.get("timeout"), data.get("note", ""))
+    return Step(data["op"], dict(data.get("args", {})), expect, data.get("worker"), data.get("timeout"), data.get("note", ""),
+                data.get("by"))
 
 
 def instant_ms(text: str) -> int:
