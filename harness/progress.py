@@ -2,20 +2,29 @@
 
 A command asks for ``progress(label, total, quiet=...)`` and calls ``advance()`` per item; it
 never prints progress itself.  On a terminal the reporter keeps one live line that fits the
-width; in a log (no TTY, or ``CI`` set) it prints a plain line every few seconds, so a CI log
-reads top to bottom; ``quiet`` silences it.  The live rendering may change behind this API.
+width (``rich``'s progress bar: counts, rate, ETA, redrawn in place and resized with the
+window); in a log (no TTY, ``CI`` set, or ``TERM=dumb``) it prints a plain line every few
+seconds and one at the end, so a CI log reads top to bottom; ``quiet`` silences it.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 LOG_EVERY_S = 5.0
+
+
+def is_live(stream: TextIO) -> bool:
+    """A terminal a person watches: redraw one line.  Logs and CI get plain lines."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return tty and not os.environ.get("CI") and os.environ.get("TERM") != "dumb"
 
 
 class Progress:
@@ -24,20 +33,57 @@ class Progress:
     def __init__(self, label: str, total: int | None, *, quiet: bool = False, stream: TextIO | None = None) -> None:
         self.label, self.total, self.quiet = label, total, quiet
         self.stream = stream if stream is not None else sys.stderr
-        self.live = self.stream.isatty() and not os.environ.get("CI")
+        self.live = not quiet and is_live(self.stream)
         self.done, self.note = 0, ""
         self.started = self._last = time.monotonic()
+        self._closed = False
+        self._bar: Any = None
+        self._task: Any = None
+        if self.live:
+            self._start_live()
+
+    def _start_live(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar
+
+        console = Console(file=self.stream, stderr=self.stream is sys.stderr)
+        counts = MofNCompleteColumn() if self.total is not None else TextColumn("{task.completed:.0f}")
+        self._bar = Bar(
+            TextColumn("{task.description}"), BarColumn(bar_width=None), counts, TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[note]}", style="dim"),
+            console=console, transient=False, expand=True, refresh_per_second=4,
+        )
+        self._task = self._bar.add_task(self.label, total=self.total, rate="", note="")
+        self._bar.start()
+
+    def rate(self) -> float:
+        return self.done / max(time.monotonic() - self.started, 1e-9)
 
     def advance(self, n: int = 1, *, note: str = "") -> None:
         self.done += n
         if note:
             self.note = note
+        if self.quiet or self._closed:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, advance=n, note=self.note[:60], rate=f"{self.rate():.1f}/s")
+            return
         now = time.monotonic()
-        if self.live or now - self._last >= LOG_EVERY_S:
+        if now - self._last >= LOG_EVERY_S:
             self._last = now
-            self._show(final=False)
+            print(self.line(), file=self.stream, flush=True)
 
     def line(self) -> str:
+        """The plain line a log gets: ``label: 12/662 (4.1/s, 3s, ETA 158s) note``."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
         count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
@@ -47,19 +93,18 @@ class Progress:
         note = f" {self.note}" if self.note else ""
         return f"{self.label}: {count} ({rate:.1f}/s, {elapsed:.0f}s{eta}){note}"
 
-    def _show(self, *, final: bool) -> None:
+    def close(self) -> None:
+        """The last line (plain), or the live line left in place; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         if self.quiet:
             return
-        text = self.line()
-        if self.live:
-            width = shutil.get_terminal_size((100, 20)).columns - 1
-            end = "\n" if final else ""
-            print(f"\r\x1b[2K{text[:width]}", end=end, file=self.stream, flush=True)
-        else:
-            print(text, file=self.stream, flush=True)
-
-    def close(self) -> None:
-        self._show(final=True)
+        if self._bar is not None:
+            self._bar.update(self._task, note=self.note[:60], rate=f"{self.rate():.1f}/s")
+            self._bar.stop()
+            return
+        print(self.line(), file=self.stream, flush=True)
 
     def __enter__(self) -> Progress:
         return self
@@ -68,6 +113,6 @@ class Progress:
         self.close()
 
 
-def progress(label: str, total: int | None = None, *, quiet: bool = False) -> Progress:
+def progress(label: str, total: int | None = None, *, quiet: bool = False, stream: TextIO | None = None) -> Progress:
     """The reporter for one long run; ``quiet`` (the commands' ``--quiet``) shows nothing."""
-    return Progress(label, total, quiet=quiet)
+    return Progress(label, total, quiet=quiet, stream=stream)

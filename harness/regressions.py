@@ -2,7 +2,8 @@
 
 Each command that finds something (crash, errno, locks, interop, fuzz) builds the scenario
 that reproduces it — given files, steps, what must hold after — and hands it here with the
-finding.  The file lands in ``scenarios/regressions/`` (or ``--export DIR``), named by the
+finding.  The file lands in ``scenarios/regressions/`` of a clone, ``./memconform-regressions``
+when memconform is installed (never site-packages), or ``--export DIR``, named by the
 finding's regression key, so the same defect found twice is written once; ``memconform replay
 FILE --impl …`` runs it on any implementation.
 """
@@ -19,7 +20,18 @@ from typing import Any
 from .oracles.findings import Finding
 from .scenarios import SCENARIOS_DIR, ScenarioError, load_file
 
-DEFAULT_DIR = SCENARIOS_DIR / "regressions"
+INSTALLED_DIR = Path("memconform-regressions")
+
+
+def default_dir(corpus: Path = SCENARIOS_DIR) -> Path:
+    """``scenarios/regressions`` of a clone (the corpus is the repository's folder, beside
+    ``pyproject.toml``), else ``./memconform-regressions`` in the working directory: an
+    installed wheel never writes into site-packages."""
+    in_clone = (corpus.parent.parent / "pyproject.toml").is_file()
+    return corpus / "regressions" if in_clone else INSTALLED_DIR
+
+
+DEFAULT_DIR = default_dir()
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 
 

@@ -105,10 +105,13 @@ def failures(outcomes: list[Outcome]) -> str:
 
 
 def shown_path(path: Path) -> str:
+    """Relative to the working directory when under it, else absolute (an installed corpus
+    lies in site-packages: ``../../venv/lib/…`` would be harder to open)."""
     try:
-        return os.path.relpath(path)
+        rel = os.path.relpath(path)
     except ValueError:  # pragma: no cover - another drive on Windows
         return str(path)
+    return str(Path(path).absolute()) if rel.startswith("..") else rel
 
 
 def _clip(text: str, limit: int = 400) -> str:
@@ -181,6 +184,7 @@ def scenarios_json(outcomes: list[Outcome]) -> list[dict[str, Any]]:
         {
             "id": o.scenario.id,
             "clauses": list(o.scenario.clauses),
+            "path": shown_path(o.scenario.path),
             "status": o.status,
             "seconds": round(o.seconds, 4),
             "reason": o.reason,

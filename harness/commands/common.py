@@ -37,6 +37,7 @@ def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> Non
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
     """``--json PATH``, ``--export DIR``, ``--no-export``, ``--fail-on {violation,hazard}``."""
     p.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report (common top + findings)")
+    p.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report")
     p.add_argument(
         "--export", type=Path, default=DEFAULT_DIR, metavar="DIR",
         help="folder for the regression scenario of each finding (default: %(default)s)",
@@ -46,6 +47,36 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         "--fail-on", choices=("violation", "hazard"), default="violation",
         help="lowest severity that fails the run (exit 1); default: %(default)s",
     )
+
+
+def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress line") -> None:
+    """``--quiet``: the long commands' progress (``harness.progress``) and chatter off."""
+    p.add_argument("--quiet", action="store_true", help=what)
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+def wrote(args: argparse.Namespace, what: str, path: Path | str) -> None:
+    """Every command says where it wrote each file: ``memconform <cmd>: wrote <what> <path>``."""
+    print(f"memconform {getattr(args, 'command', '')}: wrote {what} {path}", flush=True)
+
+
+def publish(args: argparse.Namespace, report: RunReport, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The finished report to ``--json`` and ``--html``, and as Markdown to
+    ``$GITHUB_STEP_SUMMARY`` when set; each file written is named on stdout."""
+    from .. import html_report, markdown_report
+
+    data = report.to_json() | (extra or {})
+    if getattr(args, "json", None):
+        wrote(args, "JSON report", envelope.write(args.json, report, extra))
+    if getattr(args, "html", None):
+        wrote(args, "HTML report", html_report.write(args.html, data))
+    summary_path = markdown_report.step_summary(data)
+    if summary_path is not None:
+        wrote(args, "step summary", summary_path)
+    return data
 
 
 def export_dir(args: argparse.Namespace) -> Path | None:
@@ -125,8 +156,7 @@ def conclude(
     hazard_gates = fail_on_hazard(args)
     report.findings = list(found)
     report.finish(verdict(found, executed=executed, unknown=unknown, fail_on_hazard=hazard_gates))
-    if getattr(args, "json", None):
-        envelope.write(args.json, report, extra)
+    publish(args, report, extra)
     if executed <= 0:
         sys.stdout.flush()
         print(f"memconform {getattr(args, 'command', '')}: {nothing_ran or 'nothing ran'}", file=sys.stderr)

@@ -13,14 +13,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import deviations, report
+from .. import deviations, report, selection
 from ..differential import run_differential
 from ..envelope import ImplInfo
 from ..oracles.expect import Failure
 from ..oracles.findings import VIOLATION, Finding
 from ..peers import PeerSpec, preflight
+from ..progress import progress
 from ..runner import Outcome, run_all
-from ..scenarios import SCENARIOS_DIR, Scenario, discover
+from ..scenarios import Scenario
 from .common import (
     SetupError,
     add_impl_arguments,
@@ -45,8 +46,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--skip", action="append", default=[], metavar="GLOB", help="skip scenario ids matching")
     c.add_argument("--junit", type=Path, help="write a JUnit XML report (findings as failures)")
     c.add_argument("--parallel", type=positive_int, default=1, help="worker count (one driver each)")
-    c.add_argument("--scenarios", type=Path, default=SCENARIOS_DIR / "conformance", help="corpus root")
-    c.add_argument("--quiet", action="store_true", help="no per-scenario lines")
+    selection.add_arguments(c)
+    c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
 
 
 def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:
@@ -60,14 +61,10 @@ def label(info: ImplInfo) -> str:
 
 def select(args: argparse.Namespace) -> list[Scenario]:
     """The scenarios asked for; none is a setup error naming the selection."""
-    root: Path = args.scenarios
-    if not root.is_dir():
-        raise SetupError(f"{root}: no such scenario directory")
-    scenarios = discover(root, args.run, args.skip)
-    if not scenarios:
-        chosen = " ".join([*(f"--run {g}" for g in args.run), *(f"--skip {g}" for g in args.skip)])
-        raise SetupError(f"no scenario selected under {root}" + (f" by {chosen}" if chosen else ""))
-    return scenarios
+    try:
+        return selection.select(args)
+    except selection.SelectionError as e:
+        raise SetupError(str(e)) from None
 
 
 def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> str:
@@ -91,10 +88,12 @@ def run(args: argparse.Namespace) -> int:
     info = impls[0]
     run_report = new_report(args, impls)
 
-    outcomes = run_all(
-        spec, scenarios, parallel=args.parallel, timeout=args.timeout,
-        validate=args.validate_protocol, strict=args.strict, on_outcome=None,
-    )
+    with progress(f"conformance {spec.name}", len(scenarios), quiet=args.quiet) as bar:
+        outcomes = run_all(
+            spec, scenarios, parallel=args.parallel, timeout=args.timeout,
+            validate=args.validate_protocol, strict=args.strict,
+            on_outcome=lambda o: bar.advance(note=o.scenario.id),
+        )
     apply_deviations(outcomes, info.name, info.version)
     if not args.quiet:
         for o in outcomes:
@@ -108,9 +107,12 @@ def run(args: argparse.Namespace) -> int:
         print("note: no scenario passed: every one that ran failed or is a listed deviation")
     if args.junit:
         report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args))
+        print(f"memconform conformance: wrote JUnit report {args.junit}")
     executed = report.executed(outcomes)
     why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 else ""
     extra = {"impl": label(info), "scenarios": report.scenarios_json(outcomes)}
+    if args.shard:
+        extra["shard"] = f"{args.shard[0]}/{args.shard[1]}"
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why)
 
 

@@ -73,7 +73,7 @@ def test_conformance_json_has_the_common_top(tmp_path: Path, capsys: pytest.Capt
 def test_a_failed_scenario_is_a_violation_finding_in_json_and_junit(tmp_path: Path) -> None:
     root = corpus(tmp_path, WRONG, RIGHT)
     out, xml = tmp_path / "c.json", tmp_path / "c.xml"
-    argv = ["conformance", "--scenarios", str(root), "--quiet", "--json", str(out), "--junit", str(xml)]
+    argv = ["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out), "--junit", str(xml)]
     assert cli.main(argv) == 1
     data = load(out)
     assert data["verdict"] == "fail"
@@ -98,14 +98,14 @@ def test_an_expected_failure_is_a_deviation_and_a_stale_one_a_violation(
     listed = [Deviation("memconform-reference", "*", "x/wrong", "known to differ")]
     monkeypatch.setattr("memconform.harness.deviations.load", lambda: listed)
     out = tmp_path / "c.json"
-    assert cli.main(["conformance", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
+    assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     data = load(out)
     assert data["verdict"] == "pass" and data["stats"]["xfail"] == 1
     assert [(f["kind"], f["severity"]) for f in data["findings"]] == [("deviation", "deviation")]
     assert data["summary"]["by_severity"]["deviation"] == 1
 
     listed[:] = [Deviation("memconform-reference", "*", "x/right", "stale")]
-    assert cli.main(["conformance", "--scenarios", str(root), "--quiet", "--json", str(out), "--run", "x/right"]) == 1
+    assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out), "--run", "x/right"]) == 1
     data = load(out)
     assert [(f["kind"], f["severity"]) for f in data["findings"]] == [("stale-deviation", "violation")]
 
@@ -124,12 +124,12 @@ def test_runner_hazards_are_shown_and_gate_only_under_fail_on_hazard(
 
     monkeypatch.setattr("memconform.harness.commands.conformance.run_all", with_hazard)
     out = tmp_path / "c.json"
-    assert cli.main(["conformance", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
+    assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert hazard.line() in text and "0 violations, 1 hazard, 0 weaknesses" in text
     data = load(out)
     assert data["verdict"] == "hazard" and data["summary"]["by_severity"]["hazard"] == 1
-    argv = ["conformance", "--scenarios", str(root), "--quiet", "--fail-on", "hazard", "--junit", str(tmp_path / "j.xml")]
+    argv = ["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--fail-on", "hazard", "--junit", str(tmp_path / "j.xml")]
     assert cli.main(argv) == 1
     failure = ET.parse(tmp_path / "j.xml").getroot().find("testcase/failure")
     assert failure is not None and failure.get("message") == hazard.line()
