@@ -35,5 +35,11 @@ conformance: install
 bench: install
 	$(PY) -m memconform.harness bench --out benchmarks/RESULTS.md
 
+# The peers' own suites against the reference through the JS facade (issue 18): each runs when
+# MEMCONFORM_OPENCODE_TESTS / MEMCONFORM_PI_TESTS name its test file, and prints its tally.
+.PHONY: peer-suites
+peer-suites: install
+	$(PY) -m memconform.harness.peer_suites
+
 clean:
 	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache .coverage

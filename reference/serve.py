@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import IO, Any
 
+from . import facade_ops
 from .clock import Clock, ControlledClock, SystemClock, parse_instant
 from .compaction import (
     build_compaction_consolidation_prompt,
@@ -131,6 +132,7 @@ class Server:
             "reset_carry_over": lambda a: store.reset_carry_over(),
             "tool": lambda a: execute_tool(store, str(a["name"]), dict(a.get("params", {}))),
             "memory_command": lambda a: memory_command(store, a),
+            **facade_ops.ops(store),
         }
 
     def hello(self, args: Args) -> object:
