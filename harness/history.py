@@ -3,6 +3,11 @@
 ``ok``: acknowledged with a result; ``fail``: definitely had no effect (a "busy" answer);
 ``info``: unknown (the process was killed, hung or answered garbage) — it may or may not have
 happened.  Times are monotonic nanoseconds from one clock shared by all writers' threads.
+
+A nemesis run (issue 13) also records its faults, each as the events of its own process
+``nemesis-<id>`` (``invoke`` when the fault starts, ``ok`` when it ends), and its schedule in
+``meta`` (the file's first line, ``{"meta": …}``), so the run can be replayed from its history.
+``ops()`` gives the client ops only, ``faults()`` the nemesis ones.
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 TYPES = ("invoke", "ok", "fail", "info")
+NEMESIS = "nemesis"
+"""The process-name prefix of fault events (``nemesis-3``): never a client."""
+
+
+def is_fault(process: str) -> bool:
+    return process == NEMESIS or process.startswith(NEMESIS + "-")
 
 
 class HistoryError(Exception):
@@ -49,6 +60,7 @@ class Op:
 @dataclass
 class History:
     events: list[Event] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None) -> Event:
@@ -60,6 +72,8 @@ class History:
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as f:
+            if self.meta:
+                f.write(json.dumps({"meta": self.meta}, ensure_ascii=False) + "\n")
             for ev in self.events:
                 f.write(json.dumps(asdict(ev), ensure_ascii=False) + "\n")
 
@@ -72,6 +86,9 @@ class History:
                     continue
                 try:
                     d = json.loads(line)
+                    if isinstance(d, dict) and set(d) == {"meta"} and isinstance(d["meta"], dict):
+                        h.meta = d["meta"]
+                        continue
                     ev = Event(str(d["process"]), str(d["type"]), str(d["op"]), dict(d.get("args") or {}), int(d["time"]), d.get("result"))
                 except (ValueError, KeyError, TypeError) as e:
                     raise HistoryError(f"{path}:{n}: malformed event: {e}") from None
@@ -81,8 +98,13 @@ class History:
         return h
 
     def ops(self) -> list[Op]:
-        """Pair invocations with completions per process; an unfinished op is ``info``."""
-        return pair(self.events)
+        """The clients' ops: invocations paired with completions per process; an unfinished
+        op is ``info``.  Nemesis faults are left out (``faults``)."""
+        return pair(ev for ev in self.events if not is_fault(ev.process))
+
+    def faults(self) -> list[Op]:
+        """The nemesis faults as ops: ``start`` when injected, ``end`` when lifted."""
+        return pair(ev for ev in self.events if is_fault(ev.process))
 
 
 def pair(events: Iterable[Event]) -> list[Op]:

@@ -4,14 +4,14 @@ Every writer is a driver process (``python -m memconform.reference serve`` or a 
 reference and the JS peers write the same store through the same protocol.  Each writer runs
 an op script; every op is recorded in one ``History``; afterwards the store is checked for
 invariants, lost and duplicated updates, and linearizability against the kind model
-(``store_checker``).  Lost writes are keyed with the SPEC-written slug (``oracles.grammar``).
+(``store_checker``).  A write counts as kept only when its token is reachable through the
+index (``oracles.interop_checks``, issue 13): a token in an unindexed file is lost.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,10 +22,10 @@ from typing import Any
 
 from .history import History
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
-from .oracles import kind_model
+from .oracles import interop_checks, kind_model
 from .oracles.findings import HAZARD, VIOLATION, Finding
-from .oracles.grammar import to_slug
 from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from .oracles.spec import INDEX_NAME
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox
 from .store_checker import check
@@ -42,22 +42,23 @@ def generate_script(rng: random.Random, writer: str, n_ops: int, topics: tuple[s
 
     Every write carries a unique token so lost and duplicated updates can be counted.
     """
-    script: Script = []
-    for i in range(n_ops):
-        topic = rng.choice(topics)
-        roll = rng.random()
-        if roll < 0.6:
-            args: dict[str, Any] = {"topic": topic, "content": f"tok-{writer}-{i}", "summary": f"{writer} {i}"}
-            if rng.random() < 0.1:
-                args["mode"] = "replace"
-            if rng.random() < 0.05:
-                args["pin"] = True
-            script.append(("write_memory", args))
-        elif roll < 0.8:
-            script.append(("remove_memory", {"topic": topic}))
-        else:
-            script.append(("pin_memory", {"topic": topic, "pin": rng.random() < 0.5}))
-    return script
+    return [next_op(rng, writer, i, topics) for i in range(n_ops)]
+
+
+def next_op(rng: random.Random, writer: str, i: int, topics: tuple[str, ...] = TOPICS) -> tuple[str, dict[str, Any]]:
+    """The ``i``-th op of a writer's stream (timed runs draw ops until their time is up)."""
+    topic = rng.choice(topics)
+    roll = rng.random()
+    if roll < 0.6:
+        args: dict[str, Any] = {"topic": topic, "content": f"tok-{writer}-{i}", "summary": f"{writer} {i}"}
+        if rng.random() < 0.1:
+            args["mode"] = "replace"
+        if rng.random() < 0.05:
+            args["pin"] = True
+        return ("write_memory", args)
+    if roll < 0.8:
+        return ("remove_memory", {"topic": topic})
+    return ("pin_memory", {"topic": topic, "pin": rng.random() < 0.5})
 
 
 @dataclass
@@ -164,38 +165,42 @@ def run_writers(
     return history, stats, seconds, errors
 
 
-_TOKEN = re.compile(r"tok-w\d+-\d+")
-
-
 def lost_and_duplicated(history: History, sandbox: Sandbox, shared: bool) -> tuple[list[str], list[str]]:
-    """Acknowledged append tokens missing from their topic file, and tokens present twice.
-
-    A token may legitimately vanish only if a replace-mode write that can reach the same file
-    (same slug or same case-folded name) started before the append completed.
+    """Acknowledged appends not reachable *through the index* (a token in an unindexed file
+    is lost: no reader finds it), and tokens reachable twice — ``oracles.interop_checks``,
+    read from disk.  A token may vanish only under a replace of the same file or a remove
+    that could select its entry (not definitely failed, not over before the append began).
     """
-    store = sandbox.shared_dir if shared else sandbox.local_dir
-    bodies = {p.name: p.read_text("utf-8", "replace") for p in Path(store).glob("*.md") if p.name != "MEMORY.md"}
-    everything = "\n".join(bodies.values())
-    ops = history.ops()
-    lost, dup = [], []
-    for op in ops:
-        if op.op != "write_memory" or op.type != "ok" or op.args.get("mode") == "replace":
-            continue
-        token = str(op.args["content"])
-        topic = op.args["topic"]
-        family = {to_slug(topic), topic.strip().lower()}
-        replaced_later = any(
-            o.op == "write_memory" and o.args.get("mode") == "replace"
-            and family & {to_slug(o.args["topic"]), str(o.args["topic"]).strip().lower()}
-            and o.type != "fail" and (o.end is None or o.end > op.start)
-            for o in ops
-        )
-        count = len(re.findall(re.escape(token) + r"(?!\d)", everything))
-        if count == 0 and not replaced_later:
-            lost.append(f"{op.process}: {topic!r} {token}")
-        elif count > 1:
-            dup.append(f"{op.process}: {topic!r} {token} ×{count}")
+    directory = Path(sandbox.shared_dir if shared else sandbox.local_dir)
+    found = interop_checks.lost_writes(history.ops(), [disk_view(directory)])
+    lost = [f.evidence.removeprefix("acknowledged append ").split(" is not reachable", 1)[0]
+            for f in found if f.kind == "lost-write"]
+    dup = [f.evidence.removeprefix("acknowledged append ").removesuffix(" in indexed files")
+           for f in found if f.kind == "duplicated-write"]
     return lost, dup
+
+
+def disk_view(directory: Path) -> interop_checks.StoreView:
+    """A memory directory as the oracles read it: its index and every regular file's text."""
+    files: dict[str, str] = {}
+    index: str | None = None
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        path = directory / name
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            text = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if name == INDEX_NAME:
+            index = text
+        else:
+            files[name] = text
+    return interop_checks.StoreView("disk", index, files)
 
 
 def interop(

@@ -26,6 +26,7 @@ from .common import (
     positive_int,
 )
 
+HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"
 NAME = "interop"
 HELP = "parallel real-process writers on one store: throughput, lost updates, linearizability"
 
@@ -43,6 +44,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--history", type=Path, metavar="PATH",
         help="where to save the history (default: a fresh reports/interop-history-<time>-<pid>.jsonl)",
     )
+    nemesis = p.add_argument_group("nemesis (faults while the writers race; docs/NEMESIS.md)")
+    nemesis.add_argument(
+        "--nemesis", metavar="FAMILIES",
+        help="comma-separated fault families: kill, pause, stale-lock, foreign-lock, slow, errno, clock, "
+             "or all (every family in turn); writers then run for --time-limit instead of --ops",
+    )
+    nemesis.add_argument("--nemesis-interval", type=positive_float, default=1.0, metavar="S",
+                         help="seconds between faults (each drawn ±50%%, seeded by --seed)")
+    nemesis.add_argument("--time-limit", type=positive_float, default=30.0, metavar="S",
+                         help="seconds the writers race under the nemesis")
+    nemesis.add_argument("--settle-limit", type=positive_float, default=75.0, metavar="S",
+                         help="how long a fresh writer may try after the faults before the store counts as unavailable")
+    nemesis.add_argument("--hardened", action="store_true",
+                         help=f"run the reference writers in their opt-in hardened mode ({HARDENED_ENV}=1)")
 
 
 def _progress(stats: list[WriterStats]) -> None:
@@ -59,6 +74,10 @@ def _reproduce(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     peers = list(dict.fromkeys(PeerSpec.parse(i) for i in (args.impl or ["python"])))
+    if args.nemesis is not None:
+        from ..faults.nemesis_cli import run_with_nemesis
+
+        return run_with_nemesis(args, peers)
     impls = preflight(peers, timeout=args.timeout)
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     history_path: Path = args.history or fresh_history_path()

@@ -61,16 +61,21 @@ def _append(h: History, proc: str, topic: str, token: str, mode: str | None = No
 
 def test_lost_writes_are_excused_only_by_a_replace_reaching_the_same_file(tmp_path: Path) -> None:
     """A token may vanish under a replace-mode write to the same slug or case-folded name
-    (S-FMT-8 slugs: ``Alpha Notes!`` and ``alpha notes`` share ``alpha-notes``), never else."""
+    (S-FMT-8 slugs: ``Alpha Notes!`` and ``alpha notes`` share ``alpha-notes``), never else;
+    a token kept only in an unindexed file is lost (issue 13: reachable through the index)."""
     sb = Sandbox.create(tmp_path)
     sb.local_dir.mkdir(parents=True)
+    (sb.local_dir / "MEMORY.md").write_text(
+        "# Memory Index\n\n- [alpha notes](alpha-notes.md) 2026-01-01 -- s\n- [Bravo](bravo.md) 2026-01-01 -- s\n")
     (sb.local_dir / "alpha-notes.md").write_text("tok-w1-1\n")
     (sb.local_dir / "bravo.md").write_text("tok-w0-2\ntok-w0-2\n")
+    (sb.local_dir / "delta.md").write_text("tok-w3-4\n")  # on disk, but no index line names it
     h = History()
     _append(h, "w0", "Alpha Notes!", "tok-w0-0")  # replaced afterwards through the same slug
     _append(h, "w1", "alpha notes", "tok-w1-1", mode="replace")
     _append(h, "w0", "Bravo", "tok-w0-2")  # written twice
     _append(h, "w2", "Charlie", "tok-w2-3")  # nothing can excuse its loss
+    _append(h, "w3", "Delta", "tok-w3-4")  # in an unindexed file: lost all the same
     lost, dup = lost_and_duplicated(h, sb, shared=False)
-    assert lost == ["w2: 'Charlie' tok-w2-3"]
+    assert lost == ["w2: 'Charlie' tok-w2-3", "w3: 'Delta' tok-w3-4"]
     assert dup == ["w0: 'Bravo' tok-w0-2 ×2"]

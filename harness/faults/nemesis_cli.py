@@ -1,0 +1,85 @@
+"""``memconform interop --nemesis …``: the command's side of a nemesis run (issue 13).
+
+Kept out of ``commands/interop.py`` so the CLI loads the fault machinery only when a nemesis
+is asked for (a plain run imports no ``harness.faults`` module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..commands.common import SetupError, conclude, new_report
+from ..linearize import UNKNOWN
+from ..oracles.findings import summary_line
+from ..peers import PeerSpec, preflight
+from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
+from .nemesis import ScheduleError, make_schedule
+from .nemesis_run import NemesisUnavailable, run_nemesis
+
+
+def _progress(stats: list[WriterStats]) -> None:
+    line = " ".join(f"{s.name}:{s.done}" for s in stats)
+    print(f"\r{line}"[:200], end="", file=sys.stderr, flush=True)
+
+
+def reproduce_command(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
+    parts = ["memconform interop", *(f"--impl {p.name}" for p in peers),
+             f"--writers {args.writers} --seed {args.seed} --nemesis {args.nemesis}",
+             f"--nemesis-interval {args.nemesis_interval:g} --time-limit {args.time_limit:g}"]
+    parts += [flag for flag, on in (("--shared", args.shared), ("--adversarial", args.adversarial),
+                                    ("--hardened", args.hardened)) if on]
+    return " ".join(parts)
+
+
+def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
+    try:
+        schedule = make_schedule(args.seed, [args.nemesis], interval=args.nemesis_interval,
+                                 time_limit=args.time_limit, writers=args.writers, shared=args.shared)
+    except ScheduleError as e:
+        raise SetupError(str(e)) from None
+    impls = preflight(peers, timeout=args.timeout)
+    labels = {i.spec: f"{i.name} {i.version}" for i in impls}
+    history_path = args.history or fresh_history_path()
+    run_report = new_report(args, impls)
+    try:
+        result = run_nemesis(
+            peers, schedule, timeout=args.timeout, check_budget=args.check_budget, hardened=args.hardened,
+            settle_limit=args.settle_limit, topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
+            progress=_progress,
+        )
+    except NemesisUnavailable as e:
+        raise SetupError(str(e)) from None
+    print(file=sys.stderr)
+    result.history.save(history_path)
+    print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
+    for s in result.stats:
+        print(f"{s.name:<6} {s.impl[-40:]:<40} {s.done:>5} {s.ok:>5} {s.busy:>5} {s.info:>5}")
+    minutes = max(result.seconds, 1e-9) / 60
+    rate = result.total_ops / result.seconds if result.seconds else 0.0
+    print(f"\n{result.total_ops} ops in {result.seconds:.2f} s: {rate:.1f} ops/s")
+    counts = result.fault_counts()
+    effective = sum(c["effective"] for c in counts.values())
+    print(f"faults: {effective} effective of {len(result.outcomes)} planned ({effective / minutes:.1f}/min): "
+          + ", ".join(f"{f} {c['effective']}/{c['planned']}" for f, c in counts.items()))
+    for spec, (seconds, busy) in result.unavailable.items():
+        took = f"{seconds:.1f} s" if seconds is not None else f"not within {args.settle_limit:g} s"
+        print(f"settle: a fresh {labels.get(spec, spec)} writer succeeded after {took} ({busy} busy)")
+    for d, verdict in result.verdicts.items():
+        print(f"checker {d}: {verdict.summary()}")
+    reproduce = reproduce_command(args, peers)
+    found = result.findings(labels, reproduce)
+    for f in found:
+        print(f"  {f.line()}")
+    print(f"history saved to {history_path} (schedule in its first line)")
+    unknown = any(v.status == UNKNOWN for v in result.verdicts.values())
+    run_report.stats = {
+        "writers": args.writers, "ops": result.total_ops, "seconds": round(result.seconds, 3),
+        "ops_per_second": round(rate, 1), "nemesis": list(schedule.families), "seed": args.seed,
+        "faults": counts, "faults_per_minute": round(effective / minutes, 2), "hardened": args.hardened,
+        "unavailable_s": {labels.get(k, k): (None if v[0] is None else round(v[0], 2)) for k, v in result.unavailable.items()},
+        "checker": {d: v.status for d, v in result.verdicts.items()}, "history": str(history_path),
+    }
+    print(f"findings: {summary_line(found)}{'; checker: unknown (out of budget)' if unknown else ''}")
+    return conclude(args, run_report, found, executed=result.total_ops, unknown=unknown,
+                    nothing_ran="no op executed: every writer's driver failed before its first op")

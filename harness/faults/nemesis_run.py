@@ -1,0 +1,528 @@
+"""The nemesis engine: timed racing writers, a schedule of faults among them, then the checks.
+
+Writers (one driver process each, implementations round-robin over the slots) draw seeded op
+streams until the schedule's time limit while ``nemesis.Schedule``'s faults fire at their
+offsets.  Every op and every fault goes into one ``History`` (faults as ``nemesis-<id>``
+processes, the schedule in ``meta``).  After the time limit the faults are lifted, and the
+store *settles*: a fresh writer of each implementation writes until it succeeds (how long
+that takes is the ``unavailable`` hazard).  Then the store is read, from disk and through each
+implementation's own readers, and judged by ``oracles.interop_checks`` (lost, duplicated,
+split, doubly-held writes), the S-INV invariants (minus the crash states S-INV-8 allows for
+killed writers) and the linearizability checker, with killed ops as Jepsen's ``info``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..history import History
+from ..linearize import LinearizabilityVerdict
+from ..oracles import interop_checks as checks
+from ..oracles.findings import HAZARD, VIOLATION, Finding
+from ..oracles.grammar import to_slug
+from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from ..peers import Driver, DriverError, PeerSpec, start_driver
+from ..procs import dead_pid
+from ..sandbox import Sandbox
+from ..store_checker import check
+from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
+from . import nemesis as nm
+
+HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"
+PROBE_TOPIC = "Nemesis Probe"
+
+
+class NemesisUnavailable(Exception):
+    """The schedule needs something this machine lacks (strace for slow/errno)."""
+
+
+def store_dir(spec: PeerSpec, sandbox: Sandbox, shared: bool) -> Path:
+    """The directory a writer of ``spec`` writes (PEER-1: OpenCode's local store is its own)."""
+    if shared:
+        return sandbox.shared_dir
+    if spec.kind == "opencode":
+        return sandbox.home / ".config" / "opencode" / "memory"
+    return sandbox.local_dir
+
+
+@dataclass
+class Slot:
+    index: int
+    spec: PeerSpec
+    directory: Path
+    stats: WriterStats
+    driver: Driver | None = None
+    killed_by: int | None = None
+    fault: int | None = None  # the fault that holds this slot now
+    clock_ms: int | None = None  # a clock skew waiting to be applied between ops
+    pids: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.stats.name
+
+    @property
+    def pid(self) -> int:
+        return self.driver.pid if self.driver is not None else 0
+
+
+@dataclass
+class NemesisResult:
+    schedule: nm.Schedule
+    history: History
+    stats: list[WriterStats]
+    seconds: float
+    impl_of: dict[str, str]  # writer or probe process -> peer spec name
+    views: dict[str, list[checks.StoreView]]  # store dir -> disk view first, then readers
+    violations: list[Violation]
+    verdicts: dict[str, LinearizabilityVerdict]
+    unavailable: dict[str, tuple[float | None, int]]  # spec name -> (seconds to first ok, busy)
+    settle_limit: float
+    errors: list[str] = field(default_factory=list)
+    killed_pids: set[int] = field(default_factory=set)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    spec_dirs: dict[str, set[str]] = field(default_factory=dict)  # spec name -> store dirs
+    locks_left: dict[str, str] = field(default_factory=dict)  # store dir -> its .lock when the faults ended
+
+    @property
+    def total_ops(self) -> int:
+        return sum(s.done for s in self.stats)
+
+    def fault_counts(self) -> dict[str, dict[str, int]]:
+        """Per family: planned, effective (hit a writer or the store), skipped."""
+        out: dict[str, dict[str, int]] = {f: {"planned": 0, "effective": 0, "skipped": 0} for f in self.schedule.families}
+        for o in self.outcomes:
+            c = out.setdefault(o["family"], {"planned": 0, "effective": 0, "skipped": 0})
+            c["planned"] += 1
+            c["effective" if o.get("effective") else "skipped"] += 1
+        return out
+
+    def findings(self, labels: Mapping[str, str], reproduce: str = "") -> list[Finding]:
+        """Everything the run saw, as findings (``labels``: spec name -> impl as it named itself)."""
+        impl_of = {p: labels.get(s, s) for p, s in self.impl_of.items()}
+        everyone = ", ".join(dict.fromkeys(impl_of.values()))
+        ops = self.history.ops()
+        faults = self.history.faults()
+        found: list[Finding] = []
+        for directory, views in sorted(self.views.items()):
+            here = {p for p, s in self.impl_of.items() if directory in self._dirs_of(s)}
+            mine = [o for o in ops if o.process in here]
+            readers = [checks.StoreView(labels.get(v.reader, v.reader), v.index, v.files) for v in views]
+            found += checks.lost_writes(mine, readers, impl_of=impl_of, faults=faults, reproduce=reproduce)
+            found += checks.split_topics(views[0], path=str(Path(directory) / nm.INDEX), reproduce=reproduce)
+            found += checks.double_holders(mine, impl_of=impl_of, faults=faults, reproduce=reproduce)
+        for v in self.violations:
+            found.append(Finding("invariant", VIOLATION, clause=v.clause, impl=everyone, path=v.path,
+                                 evidence=v.message, reproduce=reproduce))
+        for e in self.errors:
+            kind = "hang" if "no answer to" in e else "driver-error"
+            found.append(Finding(kind, HAZARD, impl=everyone, evidence=e, reproduce=reproduce))
+        left = "; ".join(f"{Path(d).name}/.lock {what}" for d, what in sorted(self.locks_left.items()) if what)
+        for spec, (seconds, busy) in sorted(self.unavailable.items()):
+            found += checks.unavailable(labels.get(spec, spec), seconds, busy, limit_s=self.settle_limit,
+                                        left=left, reproduce=reproduce)
+        for key, verdict in sorted(self.verdicts.items()):
+            if verdict.status == "not linearizable":
+                lines = "; ".join(verdict.failing_lines[:6])
+                found.append(Finding("not-linearizable", VIOLATION, impl=everyone, path=key,
+                                     evidence=f"no order of the {len(verdict.failing_ops)} ops explains their "
+                                              f"results: {lines}", reproduce=reproduce))
+        return found
+
+    def _dirs_of(self, spec: str) -> set[str]:
+        return self.spec_dirs.get(spec, set())
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Engine:
+    def __init__(self, peers: list[PeerSpec], schedule: nm.Schedule, sandbox: Sandbox, *, timeout: float,
+                 hardened: bool, topics: tuple[str, ...]) -> None:
+        self.schedule, self.sandbox, self.timeout, self.hardened, self.topics = schedule, sandbox, timeout, hardened, topics
+        self.history = History()
+        self.errors: list[str] = []
+        self.outcomes: list[dict[str, Any]] = []
+        self.killed: set[int] = set()
+        self.stop = threading.Event()
+        self.slots = [
+            Slot(i, peers[i % len(peers)], store_dir(peers[i % len(peers)], sandbox, schedule.shared),
+                 WriterStats(f"w{i}", peers[i % len(peers)].name))
+            for i in range(schedule.writers)
+        ]
+
+    def env(self, spec: PeerSpec) -> dict[str, str]:
+        env = self.sandbox.env()
+        if self.hardened and spec.kind == "python":
+            env[HARDENED_ENV] = "1"
+        return env
+
+    def start(self, spec: PeerSpec) -> Driver:
+        return start_driver(spec, self.env(spec), cwd=str(self.sandbox.root), timeout=self.timeout)
+
+    # --- writers ------------------------------------------------------------------------
+
+    def work(self, slot: Slot, barrier: threading.Barrier, deadline: float) -> None:
+        rng = random.Random(f"{self.schedule.seed}-{slot.name}")
+        barrier.wait()
+        i = 0
+        while time.monotonic() < deadline and slot.driver is not None:
+            self._apply_clock(slot)
+            op, args = next_op(rng, slot.name, i, self.topics)
+            i += 1
+            self.history.record(slot.name, "invoke", op, args)
+            st = slot.stats
+            try:
+                answer = slot.driver.call(op, args)
+            except DriverError as e:
+                with slot.lock:
+                    by, slot.killed_by = slot.killed_by, None
+                note = f"killed by nemesis (fault {by})" if by is not None else str(e)
+                self.history.record(slot.name, "info", op, args, note)
+                st.info += 1
+                st.done += 1
+                if by is None:
+                    self.errors.append(f"{slot.name} ({slot.spec.name}): {e}")
+                self._restart(slot)
+                continue
+            kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
+            self.history.record(slot.name, kind, op, args, answer.result if answer.ok else answer.error)
+            st.done += 1
+            st.ok += kind == "ok"
+            st.busy += kind == "fail"
+            st.info += kind == "info"
+
+    def _restart(self, slot: Slot) -> None:
+        """A fresh writer of the same implementation in the slot (the killed one is gone)."""
+        old = slot.driver
+        if old is not None:
+            old.kill()
+            old.close()
+        try:
+            new = self.start(slot.spec)
+        except (DriverError, OSError) as e:
+            self.errors.append(f"{slot.name} ({slot.spec.name}): could not restart: {e}")
+            new = None
+        with slot.lock:
+            slot.driver = new
+            if new is not None:
+                slot.pids.append(new.pid)
+
+    def _apply_clock(self, slot: Slot) -> None:
+        with slot.lock:
+            skew, slot.clock_ms = slot.clock_ms, None
+        if skew is not None and slot.driver is not None:
+            try:
+                slot.driver.call("set_clock", {"now": _iso(time.time_ns() // 1_000_000 + skew), "mode": "offset"})
+            except DriverError as e:
+                self.errors.append(f"{slot.name} ({slot.spec.name}): set_clock failed: {e}")
+
+    # --- faults -------------------------------------------------------------------------
+
+    def _target(self, plan: nm.FaultPlan) -> Slot | None:
+        n = len(self.slots)
+        free = [self.slots[(plan.slot + k) % n] for k in range(n)]
+        free = [s for s in free if s.fault is None and s.driver is not None and s.killed_by is None]
+        slot = free[0] if free else self.slots[plan.slot % n]
+        if plan.holder:
+            for d in dict.fromkeys(s.directory for s in self.slots):
+                pid = nm.lock_holder_pid(d)
+                holder = next((s for s in self.slots if pid and s.pid == pid), None)
+                if holder is not None:
+                    slot = holder
+                    break
+        with slot.lock:
+            if slot.fault is not None or slot.driver is None or slot.killed_by is not None:
+                return None
+            slot.fault = plan.id
+        return slot
+
+    def fire(self, plan: nm.FaultPlan, t0: float) -> None:
+        if self.stop.wait(max(0.0, t0 + plan.at - time.monotonic())):
+            return
+        outcome: dict[str, Any] = {"id": plan.id, "family": plan.family}
+        store_fault = plan.family in ("stale-lock", "foreign-lock")
+        slot = self.slots[plan.slot % len(self.slots)] if store_fault else self._target(plan)
+        process = f"nemesis-{plan.id}"
+        if slot is None:
+            outcome["skipped"] = "target writer busy with another fault or restarting"
+            self.history.record(process, "invoke", "nemesis", {**plan.to_json()})
+            self.history.record(process, "ok", "nemesis", {**plan.to_json()}, outcome)
+            self.outcomes.append(outcome)
+            return
+        args = {**plan.to_json(), "writer": slot.name, "pid": slot.pid, "dir": str(slot.directory)}
+        self.history.record(process, "invoke", "nemesis", args)
+        try:
+            getattr(self, "_" + plan.family.replace("-", "_"))(plan, slot, outcome)
+        except OSError as e:
+            outcome["error"] = str(e)
+        finally:
+            if not store_fault:
+                with slot.lock:
+                    slot.fault = None
+        self.history.record(process, "ok", "nemesis", args, outcome)
+        self.outcomes.append(outcome)
+
+    def _kill(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        with slot.lock:
+            pid = slot.pid
+            slot.killed_by = plan.id
+        out["effective"] = nm.signal_pid(pid, signal.SIGKILL)
+        out["killed"] = pid
+        self.killed.add(pid)
+
+    def _pause(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        pid = slot.pid
+        began = time.monotonic()
+        out["effective"] = nm.signal_pid(pid, signal.SIGSTOP)
+        self.stop.wait(float(plan.params.get("duration", 1.0)))
+        nm.signal_pid(pid, signal.SIGCONT)
+        out["paused"], out["seconds"] = pid, round(time.monotonic() - began, 3)
+
+    def _plant(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        kind = str(plan.params.get("kind"))
+        planted = nm.plant_lock(slot.directory, kind, age_s=float(plan.params.get("age_s", 0.0)),
+                                dead_pid=dead_pid() if kind == "dead-pid" else 0)
+        out["kind"], out["effective"] = kind, planted is not None
+        if planted is None:
+            out["skipped"] = "a lock was held throughout"
+            return
+        self.stop.wait(float(plan.params.get("duration", 1.0)))
+        out["removed"] = nm.remove_planted(planted)
+
+    _stale_lock = _plant
+    _foreign_lock = _plant
+
+    def _strace(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any], inject: str) -> None:
+        p = plan.params
+        name = str(p["path"])
+        if name == "topic":
+            topic = self.topics[int(float(p.get("topic_pick", 0)) * len(self.topics)) % len(self.topics)]
+            name = f"{to_slug(topic)}.md"
+        log = self.sandbox.root / f"nemesis-{plan.id}.strace"
+        attached = nm.attach(slot.pid, str(p["syscall"]), slot.directory / name, inject, log)
+        out["syscall"], out["path"] = p["syscall"], name
+        if attached is None:
+            out["effective"], out["skipped"] = False, "strace could not attach"
+            return
+        self.stop.wait(float(p.get("duration", 1.0)))
+        out["effective"] = attached.detach()
+        out["hits"] = attached.hits()
+
+    def _slow(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        out["delay_ms"] = plan.params["delay_ms"]
+        self._strace(plan, slot, out, f"delay_enter={int(plan.params['delay_ms']) * 1000}")
+
+    def _errno(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        out["errno"] = plan.params["errno"]
+        self._strace(plan, slot, out, f"error={plan.params['errno']}:when=1")
+
+    def _clock(self, plan: nm.FaultPlan, slot: Slot, out: dict[str, Any]) -> None:
+        skew = int(plan.params.get("skew_ms", 0))
+        with slot.lock:
+            slot.clock_ms = skew
+        self.stop.wait(float(plan.params.get("duration", 1.0)))
+        with slot.lock:
+            slot.clock_ms = 0
+        out["effective"], out["skew_ms"] = True, skew
+
+    # --- after the faults -----------------------------------------------------------------
+
+    def probe(self, spec: PeerSpec, k: int, limit: float) -> tuple[float | None, int]:
+        """A fresh writer of ``spec`` writes until it succeeds: seconds to the first ok."""
+        began = time.monotonic()
+        process, busy, n = f"probe{k}", 0, 0
+        try:
+            driver = self.start(spec)
+        except (DriverError, OSError) as e:
+            self.errors.append(f"{process} ({spec.name}): {e}")
+            return None, 0
+        try:
+            while time.monotonic() - began < limit:
+                args = {"topic": PROBE_TOPIC, "content": f"tok-{process}-{n}", "summary": f"{process} {n}"}
+                n += 1
+                self.history.record(process, "invoke", "write_memory", args)
+                try:
+                    answer = driver.call("write_memory", args)
+                except DriverError as e:
+                    self.history.record(process, "info", "write_memory", args, str(e))
+                    self.errors.append(f"{process} ({spec.name}): {e}")
+                    return None, busy
+                kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
+                self.history.record(process, kind, "write_memory", args, answer.result if answer.ok else answer.error)
+                if kind == "ok":
+                    return time.monotonic() - began, busy
+                busy += 1
+                time.sleep(0.2)
+        finally:
+            driver.close()
+        return None, busy
+
+    def read_views(self, directory: Path, specs: list[PeerSpec]) -> list[checks.StoreView]:
+        """The disk's view, then each implementation's through its own readers."""
+        views = [disk_view(directory)]
+        for spec in specs:
+            try:
+                with self.start(spec) as d:
+                    if not {"read_index", "topic_content"} <= d.ops:
+                        continue
+                    index = d.call("read_index", {"maxLines": 1_000_000})
+                    text = index.result if index.ok and isinstance(index.result, str) else None
+                    view = checks.StoreView(spec.name, text)
+                    files: dict[str, str] = {}
+                    for _, filename in view.entries():
+                        body = d.call("topic_content", {"filename": filename})
+                        if body.ok and isinstance(body.result, str) and body.result != "_(file not found)_":
+                            files[filename] = body.result
+                    views.append(checks.StoreView(spec.name, text, files))
+            except (DriverError, OSError) as e:
+                self.errors.append(f"final read through {spec.name}: {e}")
+        return views
+
+
+def describe_lock(directory: Path, slots: list[Slot]) -> str:
+    """What ``D/.lock`` was when the faults ended: whose pid (which writer), its age, or its
+    kind; empty when there was none."""
+    path = directory / nm.LOCK
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    age = time.time() - st.st_mtime
+    if not stat.S_ISREG(st.st_mode):
+        return f"was a non-regular file ({stat.filemode(st.st_mode)}), {age:.1f} s old"
+    pid = nm.lock_holder_pid(directory)
+    if pid is None:
+        return f"was {'empty' if st.st_size == 0 else 'without a readable pid'}, {age:.1f} s old"
+    owner = next((f"{s.name} ({s.spec.name})" for s in slots if pid in s.pids), "no writer of the run")
+    return f"held pid {pid} of {owner}, {age:.1f} s old"
+
+
+def _settled_violations(root: Path, killed: set[int], families: set[str]) -> list[Violation]:
+    """S-INV checks, minus what S-INV-8 allows after a kill: a killed writer's temporaries,
+    indexed-and-tombstoned entries, and a leftover lock once any crash-like fault ran."""
+    crashy = bool(families & {"kill", "errno", "stale-lock", "foreign-lock"})
+    out = []
+    for v in check_sandbox(root, ALL_CHECKS):
+        m = nm_tmp_pid(v.path)
+        if v.message == "temporary file left behind" and m is not None and m in killed:
+            continue
+        if v.message == "lock file left behind" and crashy:
+            continue
+        if v.clause == "S-INV-7" and "kill" in families:
+            continue
+        out.append(v)
+    return out
+
+
+def nm_tmp_pid(path: str) -> int | None:
+    from ..oracles.spec import TEMP_NAME
+
+    m = TEMP_NAME.search(path)
+    return int(m.group(1)) if m else None
+
+
+def run_nemesis(
+    peers: list[PeerSpec],
+    schedule: nm.Schedule,
+    *,
+    timeout: float = 30.0,
+    check_budget: float = 10.0,
+    sandbox: Sandbox | None = None,
+    hardened: bool = False,
+    settle_limit: float = 75.0,
+    topics: tuple[str, ...] = TOPICS,
+    progress: Callable[[list[WriterStats]], None] | None = None,
+) -> NemesisResult:
+    """Run ``schedule`` against writers of ``peers`` (round-robin over the slots), settle, check."""
+    reason = nm.strace_reason(schedule.families)
+    if reason is not None:
+        raise NemesisUnavailable(f"the slow and errno families need strace: {reason}")
+    own = sandbox is None
+    sb = sandbox or Sandbox.create()
+    eng = _Engine(peers, schedule, sb, timeout=timeout, hardened=hardened, topics=topics)
+    eng.history.meta = {"schedule": schedule.to_json(), "hardened": hardened, "topics": list(topics),
+                        "impls": {s.name: s.spec.name for s in eng.slots}}
+    try:
+        if schedule.shared:
+            prepare_shared(sb)
+        for slot in eng.slots:
+            slot.driver = eng.start(slot.spec)
+            slot.pids.append(slot.driver.pid)
+        barrier = threading.Barrier(len(eng.slots) + 1)
+        t0 = time.monotonic()
+        deadline = t0 + schedule.time_limit
+        workers = [threading.Thread(target=eng.work, args=(s, barrier, deadline), daemon=True) for s in eng.slots]
+        for w in workers:
+            w.start()
+        barrier.wait()
+        t0 = time.monotonic()
+        firing = [threading.Thread(target=eng.fire, args=(p, t0), daemon=True) for p in schedule.faults]
+        for f in firing:
+            f.start()
+        while time.monotonic() < deadline:
+            if progress is not None:
+                progress([s.stats for s in eng.slots])
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        eng.stop.set()
+        for f in firing:
+            f.join()
+        for w in workers:
+            w.join(timeout + 5.0)
+        seconds = time.monotonic() - t0
+        for slot in eng.slots:
+            if slot.driver is not None:
+                slot.driver.close()
+        specs = list(dict.fromkeys(s.spec for s in eng.slots))
+        unavailable: dict[str, tuple[float | None, int]] = {}
+        impl_of = {s.name: s.spec.name for s in eng.slots}
+        spec_dirs: dict[str, set[str]] = defaultdict(set)
+        for s in eng.slots:
+            spec_dirs[s.spec.name].add(str(s.directory))
+        left = {d: describe_lock(Path(d), eng.slots) for d in sorted({str(s.directory) for s in eng.slots})}
+        probing = []
+        for k, spec in enumerate(specs):  # at once: each measured from the nemesis' end
+            impl_of[f"probe{k}"] = spec.name
+
+            def probe(spec: PeerSpec = spec, k: int = k) -> None:
+                unavailable[spec.name] = eng.probe(spec, k, settle_limit)
+
+            probing.append(threading.Thread(target=probe, daemon=True))
+        for t in probing:
+            t.start()
+        for t in probing:
+            t.join()
+        directories = sorted({str(s.directory) for s in eng.slots})
+        views = {d: eng.read_views(Path(d), [s for s in specs if d in spec_dirs[s.name]]) for d in directories}
+        families = {o["family"] for o in eng.outcomes if o.get("effective")}
+        violations = _settled_violations(sb.root, eng.killed, families)
+        verdicts: dict[str, LinearizabilityVerdict] = {}
+        ops = eng.history.ops()
+        for d in directories:
+            writers_here = {p for p, s in impl_of.items() if d in spec_dirs[s]}
+            verdicts[d] = check([o for o in ops if o.process in writers_here], budget_s=check_budget)
+        result = NemesisResult(schedule, eng.history, [s.stats for s in eng.slots], seconds, impl_of, views,
+                               violations, verdicts, unavailable, settle_limit, eng.errors, eng.killed,
+                               sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left)
+        return result
+    finally:
+        eng.stop.set()
+        for slot in eng.slots:
+            if slot.driver is not None:
+                slot.driver.kill()
+                slot.driver.close()
+        if own:
+            sb.remove()

@@ -1,0 +1,331 @@
+"""What many writers under faults may not do to a store, written from SPEC.md (issue 13).
+
+Three checks over a settled store and the history that wrote it:
+
+- ``lost_writes``: an acknowledged append (not later removed or replaced) whose token is not
+  reachable *through the index*: in a file named by a parseable index entry (S-IDX-1).  A token
+  in an unindexed file is lost: no reader finds it (S-WRITE-6/7 resolve names through the index).
+- ``split_topics``: one topic name (compared lowercased, S-WRITE-6) owned by two files, either
+  as two index lines naming different files or as two indexed files whose frontmatter ``name``
+  is the same topic; the lock serialises writers, so the name lookup always finds the one file.
+- ``double_holders``: two writers in the critical section at once: two acknowledged writes that
+  both *created* one file (S-WRITE-14 ``Created``) while their intervals overlap (serialised,
+  the second would have found the file and said ``Updated``), or overlapping lock spans taken
+  from a trace of lock creates and unlinks.
+
+The store is read by the caller (the disk, and each implementation's own readers) into a
+``StoreView``; every parse here is the SPEC grammar of ``oracles.grammar``.  Each check answers
+``Finding`` values.  Severity: a fault of the families that stretch or fake lock ownership
+(pause, clock, stale-lock, foreign-lock, slow) overlapping the evidence makes it the design
+weakness S-INV-9 accepts (no atomic compare-and-unlink, mtimes against local clocks); with no
+such fault it is a violation of S-INV-3 (no mutation without the lock).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memconform.reference.text import js_lower, trim
+
+from . import kind_model
+from .findings import HAZARD, VIOLATION, WEAKNESS, Finding
+from .grammar import parse, to_slug
+
+LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow"})
+"""Faults under which SPEC accepts two lock holders (S-INV-9 a, c)."""
+_CREATED = (
+    re.compile(r'^Created memory topic ".*" \(([^()]+)\)\.$', re.S),  # S-WRITE-14
+    re.compile(r"^Memory created: ([^\n]+)"),  # PEER-12
+)
+
+
+class OpLike(Protocol):
+    """An op of ``harness.history`` (kept structural: an oracle needs only these fields)."""
+
+    process: str
+    op: str
+    args: dict[str, Any]
+    start: int
+    end: int | None
+    type: str
+    result: Any
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """One reader's view of one memory directory: the index text and topic bodies by filename.
+
+    ``reader`` is ``disk`` for the files themselves, else the implementation that read them.
+    ``files`` holds what the reader could read (the disk: every file; an implementation: the
+    indexed topics through its topic reader).
+    """
+
+    reader: str
+    index: str | None
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    def entries(self) -> list[tuple[str, str]]:
+        """``(name, filename)`` of every parseable index entry, in order (S-IDX-1)."""
+        if self.index is None:
+            return []
+        return [(p.name, p.filename) for p in map(parse, self.index.split("\n")) if p is not None]
+
+    def reachable(self) -> str:
+        """The text a reader reaches through the index: the bodies of indexed files."""
+        seen = dict.fromkeys(f for _, f in self.entries())
+        return "\n".join(self.files.get(f, "") for f in seen)
+
+
+def _token_re(token: str) -> re.Pattern[str]:
+    return re.compile(re.escape(token) + r"(?![0-9])")
+
+
+def _is_append(op: OpLike) -> bool:
+    return op.op == "write_memory" and op.args.get("mode") != "replace" and op.args.get("overwrite") is not True
+
+
+def _names(topic: object) -> tuple[str, str]:
+    text = trim(str(topic))
+    return js_lower(text), to_slug(text)
+
+
+def _may_reach(remover: str, topic: str) -> bool:
+    """S-IDX-8: a lookup of ``remover`` can select the entry of ``topic`` (exact or partial
+    match on the lowercased name or filename)."""
+    low, slug = _names(topic)
+    s = js_lower(str(remover))
+    return s in low or s in f"{slug}.md"
+
+
+def _excused(op: OpLike, ops: Sequence[OpLike]) -> bool:
+    """A replace of the same file or a remove that can select its entry, not definitely
+    failed and not over before the append began, may have taken the token away."""
+    low, slug = _names(op.args.get("topic", ""))
+    for o in ops:
+        if o is op or o.type == "fail" or (o.end is not None and o.end < op.start):
+            continue
+        if o.op == "write_memory" and not _is_append(o):
+            if {low, slug} & set(_names(o.args.get("topic", ""))):
+                return True
+        elif (o.op == "remove_memory" and _may_reach(str(o.args.get("topic", "")), str(op.args.get("topic", "")))
+              and (o.type == "info" or kind_model.result_kind(o.result) == "removed")):
+            return True
+    return False
+
+
+def overlapping(start: int, end: int | None, faults: Iterable[OpLike]) -> list[OpLike]:
+    """The faults active at some moment of ``[start, end]`` (an open end: until the end)."""
+    stop = end if end is not None else 1 << 62
+    return [f for f in faults if f.start <= stop and (f.end is None or f.end >= start)]
+
+
+def _describe_faults(faults: Sequence[OpLike]) -> str:
+    return ", ".join(f"{f.args.get('family')}#{f.args.get('id')}" for f in faults)
+
+
+def _severity(faults: Sequence[OpLike]) -> tuple[str, str]:
+    if any(f.args.get("family") in LOCK_FAMILIES for f in faults):
+        return WEAKNESS, "S-INV-9"
+    return VIOLATION, "S-INV-3"
+
+
+def lost_writes(
+    ops: Sequence[OpLike],
+    views: Sequence[StoreView],
+    *,
+    impl_of: Mapping[str, str] | None = None,
+    faults: Sequence[OpLike] = (),
+    reproduce: str = "",
+) -> list[Finding]:
+    """Acknowledged appends not reachable through the index, and tokens reachable twice.
+
+    ``views[0]`` is the disk; a token the disk view reaches but another reader's view does
+    not is lost *for that reader* (its ``impl`` is the reader).
+    """
+    impl_of = impl_of or {}
+    disk = views[0]
+    texts = [(v, v.reachable()) for v in views]
+    found: list[Finding] = []
+    for op in ops:
+        if op.type != "ok" or not _is_append(op) or "content" not in op.args:
+            continue
+        token = str(op.args["content"])
+        pattern = _token_re(token)
+        topic = op.args.get("topic")
+        during = overlapping(op.start, op.end, faults)
+        severity, clause = _severity(during)
+        extra = f"; faults during the op: {_describe_faults(during)}" if during else ""
+        for view, text in texts:
+            count = len(pattern.findall(text))
+            if count > 1 and view is disk:
+                found.append(Finding("duplicated-write", VIOLATION, clause="S-INV-3", impl=impl_of.get(op.process, ""),
+                                     op="write_memory", evidence=f"acknowledged append {op.process}: {topic!r} {token} "
+                                     f"×{count} in indexed files{extra}", reproduce=reproduce))
+            if count or _excused(op, ops):
+                continue
+            holders = sorted(f for f, body in disk.files.items() if pattern.search(body))
+            where = f"in unindexed {', '.join(holders)}" if holders else "in no file"
+            reader = "" if view is disk else f" as {view.reader} reads it"
+            found.append(Finding(
+                "lost-write", severity, clause=clause,
+                impl=impl_of.get(op.process, "") if view is disk else view.reader, op="write_memory",
+                evidence=f"acknowledged append {op.process}: {topic!r} {token} is not reachable through the "
+                         f"index{reader}: {where}{extra}",
+                reproduce=reproduce,
+            ))
+            if view is disk:
+                break  # lost on disk: every reader loses it, one finding says so
+    return found
+
+
+def _frontmatter_name(body: str) -> str | None:
+    """The ``name:`` value of a topic's frontmatter block (S-FMT-9/10), JSON-decoded."""
+    if not body.startswith("---\n"):
+        return None
+    head = body[4:].split("\n---", 1)[0]
+    m = re.search(r"^name:[ \t]*(.+)$", head, re.M)
+    if m is None:
+        return None
+    value = trim(m.group(1))
+    if value.startswith('"'):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, str) else value
+    return value
+
+
+def split_topics(view: StoreView, *, path: str = "", reproduce: str = "") -> list[Finding]:
+    """One topic name owned by two files: two index lines for it naming different files, or
+    two indexed files whose frontmatter names it (S-WRITE-6: the name finds one file)."""
+    by_line: dict[str, dict[str, None]] = defaultdict(dict)
+    for name, filename in view.entries():
+        by_line[js_lower(name)][filename] = None
+    by_front: dict[str, dict[str, None]] = defaultdict(dict)
+    for filename in dict.fromkeys(f for _, f in view.entries()):
+        owner = _frontmatter_name(view.files.get(filename, ""))
+        if owner is not None:
+            by_front[js_lower(owner)][filename] = None
+    found = []
+    for source, groups in (("index lines", by_line), ("frontmatter names of indexed files", by_front)):
+        for name, files in sorted(groups.items()):
+            if len(files) > 1:
+                found.append(Finding(
+                    "split-topic", VIOLATION, clause="S-WRITE-6", impl=view.reader if view.reader != "disk" else "",
+                    path=path, evidence=f"topic {name!r} is owned by {len(files)} files ({source}): {', '.join(files)}",
+                    reproduce=reproduce,
+                ))
+    return found
+
+
+def created_file(result: object) -> str | None:
+    """The file a write says it created (S-WRITE-14, PEER-12), else None."""
+    if not isinstance(result, str):
+        return None
+    for pattern in _CREATED:
+        m = pattern.match(result)
+        if m is not None:
+            return m.group(1).rsplit("/", 1)[-1]
+    return None
+
+
+@dataclass(frozen=True)
+class LockSpan:
+    """One writer's hold of one lock, from a trace: created at ``start``, unlinked at ``end``
+    (nanoseconds on one clock; ``end`` None when the trace ends first)."""
+
+    writer: str
+    lock: str
+    start: int
+    end: int | None
+
+
+def double_holders(
+    ops: Sequence[OpLike],
+    *,
+    spans: Sequence[LockSpan] = (),
+    impl_of: Mapping[str, str] | None = None,
+    faults: Sequence[OpLike] = (),
+    reproduce: str = "",
+) -> list[Finding]:
+    """Two writers inside one critical section at once.
+
+    From the history: two acknowledged writes of different processes that both created the
+    same file while their intervals overlap.  From ``spans``: two writers' holds of the same
+    lock that overlap in time.
+    """
+    impl_of = impl_of or {}
+    found: list[Finding] = []
+    created: dict[str, list[OpLike]] = defaultdict(list)
+    for op in ops:
+        if op.type == "ok" and op.op == "write_memory" and op.end is not None:
+            f = created_file(op.result)
+            if f is not None:
+                created[f].append(op)
+    for filename, makers in sorted(created.items()):
+        makers.sort(key=lambda o: o.start)
+        for i, a in enumerate(makers):
+            for b in makers[i + 1:]:
+                assert a.end is not None and b.end is not None
+                if b.start >= a.end:
+                    break
+                if a.process == b.process:
+                    continue
+                during = overlapping(min(a.start, b.start), max(a.end, b.end), faults)
+                severity, clause = _severity(during)
+                impls = ", ".join(dict.fromkeys(x for x in (impl_of.get(a.process, ""), impl_of.get(b.process, "")) if x))
+                found.append(Finding(
+                    "double-holder", severity, clause=clause, impl=impls, op="write_memory",
+                    evidence=f"{a.process} and {b.process} both answered that they created {filename} "
+                             f"while their calls overlapped ({(b.start - a.start) / 1e6:.1f} ms apart); "
+                             f"serialised, the second would have found the file"
+                             + (f"; faults: {_describe_faults(during)}" if during else ""),
+                    reproduce=reproduce,
+                ))
+    by_lock: dict[str, list[LockSpan]] = defaultdict(list)
+    for s in spans:
+        by_lock[s.lock].append(s)
+    for lock, holds in sorted(by_lock.items()):
+        holds.sort(key=lambda s: s.start)
+        for i, h1 in enumerate(holds):
+            for h2 in holds[i + 1:]:
+                a_end = h1.end if h1.end is not None else 1 << 62
+                if h2.start >= a_end:
+                    break
+                if h1.writer == h2.writer:
+                    continue
+                during = overlapping(h2.start, min(a_end, h2.end or a_end), faults)
+                severity, clause = _severity(during)
+                impls = ", ".join(dict.fromkeys(x for x in (impl_of.get(h1.writer, ""), impl_of.get(h2.writer, "")) if x))
+                found.append(Finding(
+                    "double-holder", severity, clause=clause, impl=impls, path=lock,
+                    evidence=f"{h1.writer} held {lock} from its create until its unlink, and {h2.writer} created it "
+                             f"again {(h2.start - h1.start) / 1e6:.1f} ms after {h1.writer}'s create"
+                             + (f"; faults: {_describe_faults(during)}" if during else ""),
+                    reproduce=reproduce,
+                ))
+    return found
+
+
+UNAVAILABLE_AFTER_S = 15.0
+"""A dead holder's lock is reclaimed once 10 s old (S-LOCK-1/3), then the longest policy
+window (OpenCode's shared 5 s, PEER-2) may pass: longer than that is a hazard."""
+
+
+def unavailable(impl: str, seconds: float | None, busy: int, *, limit_s: float,
+                threshold_s: float = UNAVAILABLE_AFTER_S, left: str = "", reproduce: str = "") -> list[Finding]:
+    """After the faults stopped, how long a fresh writer of ``impl`` took to succeed: a hazard
+    when longer than every lock window (a lock left behind, S-LOCK-3's 10 s / 60 s ages, A-13)."""
+    if seconds is not None and seconds <= threshold_s:
+        return []
+    took = f"first succeeded after {seconds:.1f} s" if seconds is not None else f"did not succeed within {limit_s:.0f} s"
+    return [Finding("unavailable", HAZARD, clause="S-LOCK-3", impl=impl, op="write_memory",
+                    evidence=f"after the nemesis ended a fresh {impl} writer {took} ({busy} busy answers)"
+                             + (f"; {left}" if left else ""),
+                    reproduce=reproduce)]
