@@ -16,7 +16,7 @@
 // Channel: the server's stdin and stdout are two FIFOs that this module opens itself, so
 // every call is a blocking write + fs.readSync of one JSON line (about 0.06 ms median per
 // call on our machine, against 0.17 ms for a worker + Atomics.wait and ~200 ms for a
-// spawnSync per call; see docs/facade.md). Synchronous exports return the answer; the
+// spawnSync per call; see docs/FACADE.md). Synchronous exports return the answer; the
 // exports that are async in the JS core return a promise settled with it. The server is
 // sequential, so concurrent calls of one process are serialised (as its lock would) and the
 // event loop does not run while the server works (timers cannot fire during a lock wait).
