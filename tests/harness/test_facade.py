@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,30 @@ def test_maintain_op_without_memory_dir_uses_the_active_directory(tmp_path: Path
     (local / "here.md").write_text("x")
     lines = ["- [H](here.md) -- h", "- [G](gone.md) -- g"]
     assert ask(srv, "maintain_index", {"lines": lines, "config": 7}) == lines[:1]
+
+
+def servers_for(root: Path) -> list[int]:
+    """Live processes whose environment names this store (the facade's serve inherits it)."""
+    marker = f"PI_CODING_AGENT_DIR={root / 'pi'}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@needs_node
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_no_server_outlives_its_js_process(tmp_path: Path) -> None:
+    """The server reads end-of-file when the JS process's FIFO end closes, and exits."""
+    done = probe(tmp_path)
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 10
+    while servers_for(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert servers_for(tmp_path) == []
