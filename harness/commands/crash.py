@@ -77,7 +77,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exhaustive", action="store_true", help="explorer: every sequence of <= --max-ops ops")
     p.add_argument("--topics", type=positive_int, default=2, help="exhaustive: number of topics (2-3)")
     p.add_argument("--max-ops", type=positive_int, default=3, help="exhaustive: longest sequence")
-    p.add_argument("--models", default=",".join(MODELS), help="explorer persistence models")
+    p.add_argument("--models", default=None,
+                   help=f"persistence models: explorer {','.join(MODELS)} (default all); "
+                        f"--trace also reorder (default all four)")
+    p.add_argument("--trace", action="store_true",
+                   help="record each op once under strace and build its crash states under the models (any impl)")
+    p.add_argument("--recover", action="store_true",
+                   help="--trace: run the implementation's own next ops on every distinct state (warm drivers)")
+    p.add_argument("--granularity", choices=("byte", "block"), default="byte",
+                   help="--trace torn model: cut unsynced data inside writes, or at 4 KiB blocks")
+    p.add_argument("--workers", type=positive_int, default=2, help="--trace --recover: warm drivers at once")
     p.add_argument("--verbose", action="store_true", help="show every point, not only those with findings")
 
 
@@ -128,8 +137,11 @@ def _cases(names: list[str], impl: str) -> list[OpCase]:
             out.append(case_from_scenario(Path(name)))
         elif name in CASES:
             out.append(CASES[name])
+        elif name in {c.kind for c in CASES.values()}:  # an op kind: its cases for this impl
+            out += [c for c in CASES.values() if c.kind == name and impl in c.impls]
         else:
-            raise UsageError(f"unknown op case {name!r} (known: {', '.join(CASES)}, all, or a scenario file)")
+            raise UsageError(f"unknown op case {name!r} (known: {', '.join(CASES)}, a kind "
+                             f"({', '.join(sorted({c.kind for c in CASES.values()}))}), all, or a scenario file)")
     return out
 
 
@@ -157,7 +169,7 @@ def _fault_findings(case: OpCase, where_findings: list[tuple[str, CrashFinding]]
 
 
 def _explore(args: argparse.Namespace, cases: list[OpCase], impl: str, reproduce: str) -> tuple[list[Finding], int, dict[str, Any]]:
-    models = [m for m in args.models.split(",") if m]
+    models = [m for m in (args.models or ",".join(MODELS)).split(",") if m]
     unknown = set(models) - set(MODELS)
     if unknown:
         raise UsageError(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(MODELS)}")
@@ -226,6 +238,8 @@ def _run(args: argparse.Namespace) -> int:
     report = envelope.RunReport(command=envelope.argv())
     reproduce = " ".join(report.command)
     on_hazard = fail_on_hazard(args)
+    if args.trace:
+        return _trace(args, spec, cases, report, reproduce, on_hazard)
     if args.explore or args.exhaustive:
         if spec.kind != "python":
             raise UsageError("--explore runs the reference in process; use --impl python")
@@ -269,6 +283,34 @@ def _run(args: argparse.Namespace) -> int:
                      "lock_left": p.outage is not None} for p in r.points]}
         for r in reports]}
     return _finish(args, report, findings, runs, stats, on_hazard, extra)
+
+
+def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report: envelope.RunReport,
+           reproduce: str, on_hazard: bool) -> int:
+    """``--trace``: one recording per case, every model's states judged, recovery on request."""
+    from ..faults.strace import strace_unavailable
+    from ..faults.trace_run import findings_of, run_traced
+    from ..faults.trace_states import TRACE_MODELS
+
+    models = [m for m in (args.models or ",".join(TRACE_MODELS)).split(",") if m]
+    unknown = set(models) - set(TRACE_MODELS)
+    if unknown:
+        raise UsageError(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(TRACE_MODELS)}")
+    reason = strace_unavailable()
+    if reason:
+        raise UsageError(reason)
+    report.impls = preflight([spec], timeout=args.timeout)
+    impl = f"{report.impls[0].name} {report.impls[0].version}"
+    camp = run_traced(spec, cases, models, impl=impl, recover=args.recover, workers=args.workers,
+                      granularity=args.granularity, timeout=args.timeout, quiet=bool(getattr(args, "quiet", False)))
+    print(camp.render(), flush=True)
+    findings = findings_of(camp, cases, spec.kind, reproduce, export_dir(args))
+    executed = camp.checked + len(camp.recovered)
+    extra = {"traces": [{"case": c.name, "effects": [o.call for o in c.trace.ops],
+                         "models": {m: {"states": t.states, "distinct": t.distinct, "violating": t.violating,
+                                        "allowed": dict(t.allowed)} for m, t in c.models.items()}}
+                        for c in camp.checks]}
+    return _finish(args, report, dedupe(findings), executed, camp.stats(), on_hazard, extra)
 
 
 def _finish(args: argparse.Namespace, report: envelope.RunReport, findings: list[Finding], executed: int,

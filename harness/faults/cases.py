@@ -115,7 +115,7 @@ CASES: dict[str, OpCase] = {
              f"{{S}}/{TOMBSTONES}": "a.md\n"},
             "write_memory", {"topic": "A", "content": "back", "summary": "ay again"},
             intent=Intent("write", writes=frozenset({"a.md"})),
-            impls=_PI_ONLY, description="shared write of a tombstoned topic: index, then tombstone cleared",
+            description="shared write of a tombstoned topic: index, then tombstone cleared",
         ),
         _case(
             "remove", "remove", dict(_LOCAL_AB),
@@ -124,7 +124,18 @@ CASES: dict[str, OpCase] = {
         _case(
             "remove-shared", "remove", dict(_SHARED_AB),
             "remove_memory", {"topic": "A"}, intent=Intent("remove", removes=frozenset({"a.md"})),
-            impls=_PI_ONLY, description="tombstone recorded before the index drops the entry",
+            description="tombstone recorded before the index drops the entry",
+        ),
+        _case(
+            "write-shared", "write", dict(_SHARED_AB),
+            "write_memory", {"topic": "C", "content": "gamma", "summary": "sea"},
+            intent=Intent("write", writes=frozenset({"c.md"})),
+            description="a new topic in the shared store, beside another tool's topics",
+        ),
+        _case(
+            "pin-shared", "pin", dict(_SHARED_AB),
+            "pin_memory", {"topic": "B", "pin": True}, intent=Intent("pin"),
+            description="an index rewrite in the shared store",
         ),
         _case(
             "pin", "pin", dict(_LOCAL_AB),

@@ -28,6 +28,7 @@ from .doubles import WRITE_FLAGS, Call
 #   ("create", path, ino) ("write", ino, offset, data) ("fsync", ino) ("rename", src, dst)
 #   ("link", src, dst) ("unlink", path) ("mkdir", path, ino)
 #   ("put", path, ino, data): a durable edit by the user between operations (never a crash point)
+#   ("truncate", ino, size) ("rmdir", path) ("close", ino): only in traced runs (faults.trace)
 Effect = tuple[Any, ...]
 
 _KIND_MODE = {"file": stat.S_IFREG, "dir": stat.S_IFDIR, "fifo": stat.S_IFIFO, "symlink": stat.S_IFLNK, "socket": stat.S_IFSOCK}
@@ -52,7 +53,9 @@ class Tree:
         op = e[0]
         if op == "write":
             _, ino, off, chunk = e
-            old = self.data[ino]
+            old = self.data.setdefault(ino, b"")  # a reordered replay may write a nameless inode
+            self.kinds.setdefault(ino, "file")
+            old = old + b"\0" * (off - len(old)) if off > len(old) else old
             self.data[ino] = old[:off] + chunk + old[off + len(chunk) :]
             self.mtime[ino] = now_ns or self.mtime.get(ino, 0)
         elif op == "create":
@@ -62,7 +65,7 @@ class Tree:
             self.mtime[ino] = now_ns
             self.modes.setdefault(ino, 0o600)
         elif op == "fsync":
-            self.synced[e[1]] = len(self.data[e[1]])
+            self.synced[e[1]] = len(self.data.get(e[1], b""))
         elif op == "rename":
             self.names[e[2]] = self.names.pop(e[1])
         elif op == "link":
@@ -73,6 +76,16 @@ class Tree:
             _, path, ino = e
             self.names[path] = ino
             self.kinds[ino], self.data[ino], self.synced[ino] = "dir", b"", 0
+        elif op == "truncate":  # traced runs (harness.faults.trace): O_TRUNC, ftruncate
+            _, ino, size = e
+            old = self.data.setdefault(ino, b"")
+            self.kinds.setdefault(ino, "file")
+            self.data[ino] = old[:size] + b"\0" * max(0, size - len(old))
+            self.synced[ino] = min(self.synced.get(ino, 0), size)
+        elif op == "rmdir":
+            del self.names[e[1]]
+        elif op == "close":  # in a traced run's logical trace; persists nothing
+            pass
         elif op == "put":
             _, path, ino, content = e
             self.names[path] = ino
@@ -86,8 +99,9 @@ class Tree:
         """The tree as a snapshot dict relative to ``root`` (same markers as ``snapshot``)."""
         out: State = {}
         cut = len(root) + 1
+        prefix = root + "/"
         for path, ino in self.names.items():
-            if path == root:
+            if not path.startswith(prefix):  # the root and its ancestors (a sandbox under /dev/shm)
                 continue
             kind = self.kinds[ino]
             rel = path[cut:]

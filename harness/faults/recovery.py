@@ -1,0 +1,160 @@
+"""The implementation's own recovery on each distinct crash state (issue 17 item 3).
+
+A kill campaign starts a process per crash point; here one warm driver per worker runs every
+state: the state is laid into the worker's sandbox (a dead owner's lock aged past its reclaim
+age, C-4), the driver renews its process state (``reset``, or ``fresh_instance`` for the
+OpenCode driver — a new module instance, as a fresh process loads it) and pins the clock,
+then runs what a user's next session does: the op case's own next operation, a fresh write,
+a read of the index and topics, and the next session start.  The settled store is judged
+again (``check_settled_state`` against the crash state it started from: S-INV-2, S-INV-4,
+S-INV-7, no entry lost), and a fresh write refused (busy, or an error) is ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..oracles.crash_judge import CrashFinding, Intent, check_settled_state, is_lock, lock_age_ms
+from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..sandbox import Sandbox, snapshot
+from . import NOW_MS
+from .cases import OpCase
+from .outcomes import restore
+from .strace import stable_python_env
+from .trace import CLOCK, FAST_DIR, renew_op
+from .trace_states import CrashState
+
+PROBE = {"topic": "Recovery probe", "content": "written after the crash", "summary": "probe"}
+PROBE_FILE = "recovery-probe.md"
+
+
+def recovery_ops(case: OpCase, kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """What runs on a crashed store: the case's next op, a fresh write, reads, a session start."""
+    op, args = case.recovery()
+    reads: list[tuple[str, dict[str, Any]]] = (
+        [("system_transform", {})] if kind == "opencode" else [("read_index", {}), ("memory_dir", {})]
+    )
+    return [(op, dict(args)), ("write_memory", dict(PROBE)), *reads]
+
+
+@dataclass
+class Recovered:
+    """The outcome of recovery on one crash state."""
+
+    case: str
+    state: CrashState
+    findings: list[CrashFinding]
+    answers: list[str] = field(default_factory=list)
+
+
+class Worker:
+    """One sandbox and one warm (untraced) driver, renewed between states."""
+
+    def __init__(self, spec: PeerSpec, timeout: float = 15.0) -> None:
+        self.spec = spec
+        self.timeout = timeout
+        self.sandbox = Sandbox.create(FAST_DIR)
+        self.env = {**self.sandbox.env(), **stable_python_env()}
+        self.driver: Driver | None = None
+        self.starts = 0
+
+    def _driver(self) -> tuple[Driver, bool]:
+        if self.driver is None:
+            self.driver = start_driver(self.spec, self.env, cwd=str(self.sandbox.root), timeout=self.timeout)
+            self.starts += 1
+            return self.driver, True
+        return self.driver, False
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+            self.driver = None
+        self.sandbox.remove()
+
+    def run(self, case: OpCase, cs: CrashState) -> Recovered:
+        """Lay the state down, renew the driver, run the recovery ops, judge the store."""
+        restore(self.sandbox, cs.state)
+        for rel, data in cs.state.items():
+            if is_lock(rel):
+                t = (NOW_MS - lock_age_ms(data)) / 1000
+                os.utime(self.sandbox.root / rel, (t, t), follow_symlinks=False)
+        intent = Intent(case.intent.kind, case.intent.writes | {PROBE_FILE}, case.intent.removes)
+        out: list[CrashFinding] = []
+        said: list[str] = []
+        try:
+            driver, fresh = self._driver()
+            renew = renew_op(driver)
+            if not fresh and renew is None:  # no way to renew in process: a fresh driver
+                driver.close()
+                self.driver = None
+                driver, fresh = self._driver()
+            if not fresh:
+                driver.call(str(renew))
+            driver.call("set_clock", dict(CLOCK))
+            for op, args in recovery_ops(case, self.spec.kind):
+                a: Answer = driver.call(op, args)
+                said.append(f"{op}: {'ok' if a.ok else 'error'} {str(a.result if a.ok else a.error)[:80]!r}")
+                refused = not a.ok or (isinstance(a.result, str) and "busy" in a.result)
+                if refused and op == "write_memory" and args.get("topic") == PROBE["topic"]:
+                    out.append(CrashFinding("S-INV-8", "unavailable", ".lock",
+                                            f"the store refuses a fresh write after the crash: {said[-1]}", "hazard"))
+                elif refused and (a.error or {}).get("kind") != "unsupported":
+                    out.append(CrashFinding("S-INV-8", "not-recoverable", op, f"recovery answered {said[-1]}"))
+            pid = driver.pid
+        except DriverError as e:
+            out.append(CrashFinding("S-INV-8", "not-recoverable", "driver", f"the driver failed: {e}"))
+            if self.driver is not None:
+                self.driver.kill()
+                self.driver.close()
+            self.driver = None
+            return Recovered(case.name, cs, out, said)
+        out += check_settled_state(snapshot(self.sandbox.root), cs.state, intent, live_pids=(pid,))
+        return Recovered(case.name, cs, out, said)
+
+
+def recover_all(
+    spec: PeerSpec,
+    jobs: Sequence[tuple[OpCase, CrashState]],
+    *,
+    workers: int = 2,
+    timeout: float = 15.0,
+    advance: Callable[[int], None] | None = None,
+) -> tuple[list[Recovered], float, int]:
+    """Recovery on every state, ``workers`` warm drivers at once; results, seconds, drivers started."""
+    todo: queue.Queue[tuple[OpCase, CrashState]] = queue.Queue()
+    for job in jobs:
+        todo.put(job)
+    results: list[Recovered] = []
+    lock = threading.Lock()
+    pool = [Worker(spec, timeout) for _ in range(max(1, min(workers, len(jobs))))]
+
+    def work(w: Worker) -> None:
+        while True:
+            try:
+                case, cs = todo.get_nowait()
+            except queue.Empty:
+                return
+            r = w.run(case, cs)
+            with lock:
+                results.append(r)
+                if advance is not None:
+                    advance(1)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in pool]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for w in pool:
+            w.close()
+    return results, time.perf_counter() - t0, sum(w.starts for w in pool)
+
