@@ -32,8 +32,9 @@ lint: install
 conformance: install
 	$(PY) -m memconform.harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
 
+# writes reports/bench.md; `make bench OUT=benchmarks/RESULTS.md` updates the committed table
 bench: install
-	$(PY) -m memconform.harness bench --out benchmarks/RESULTS.md
+	$(PY) -m memconform.harness bench $(if $(OUT),--out $(OUT))
 
 # The peers' own suites against the reference through the JS facade (issue 18): each runs when
 # MEMCONFORM_OPENCODE_TESTS / MEMCONFORM_PI_TESTS name its test file, and prints its tally.

@@ -9,6 +9,7 @@ from the JSON, never from live objects, so ``report merge`` renders shards the s
 
 from __future__ import annotations
 
+import ast
 import html
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -92,9 +93,10 @@ def _e(value: Any) -> str:
 
 
 def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(rows_cell for rows_cell in r) + "</tr>" for r in rows)
-    return f"<table><tr>{th}</tr>{body}</table>"
+    names = list(head)
+    th = f"<tr>{''.join(f'<th>{_e(h)}</th>' for h in names)}</tr>" if any(names) else ""
+    body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
+    return f"<table>{th}{body}</table>"
 
 
 def _count_rows(per: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
@@ -106,6 +108,22 @@ def _count_rows(per: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
         rows.append([f"<td>{_e(key)}</td>", *(f'<td class="n">{shown[c]}</td>' for c in COLUMNS),
                      f'<td class="{_e(css)}">{_e(v)}</td>'])
     return rows
+
+
+def as_text(shown: Any) -> str:
+    """A failure's side as the text it stands for: a ``b'…'`` or ``'…'`` repr (how the oracles
+    show values) decoded, so the page shows real lines; anything else as it is."""
+    text = str(shown)
+    if text[:2] in ("b'", 'b"') or text[:1] in ("'", '"'):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):  # cut at 400 characters: not a whole literal
+            return text
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            return value
+    return text
 
 
 def _failure_html(s: Mapping[str, Any]) -> str:
@@ -120,8 +138,8 @@ def _failure_html(s: Mapping[str, Any]) -> str:
         parts.append(f'<div><b>{_e(f.get("where", ""))}</b></div>')
         parts.append(f'<div class="fd">{_e(f.get("detail") or "differs")}</div>')
         parts.append('<div class="diff"><div><div class="lbl">expected</div>'
-                     f'<pre>{_e(f.get("expected", ""))}</pre></div><div><div class="lbl">actual</div>'
-                     f'<pre>{_e(f.get("actual", ""))}</pre></div></div>')
+                     f'<pre>{_e(as_text(f.get("expected", "")))}</pre></div><div><div class="lbl">actual</div>'
+                     f'<pre>{_e(as_text(f.get("actual", "")))}</pre></div></div>')
     if str(s.get("stderr", "")).strip():
         tail = "\n".join(str(s["stderr"]).strip().splitlines()[-20:])
         parts.append(f'<details><summary>driver stderr</summary><pre>{_e(tail)}</pre></details>')

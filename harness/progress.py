@@ -4,13 +4,15 @@ A command asks for ``progress(label, total, quiet=...)`` and calls ``advance()``
 never prints progress itself.  On a terminal the reporter keeps one live line that fits the
 width (``rich``'s progress bar: counts, rate, ETA, redrawn in place and resized with the
 window); in a log (no TTY, ``CI`` set, or ``TERM=dumb``) it prints a plain line every few
-seconds and one at the end, so a CI log reads top to bottom; ``quiet`` silences it.
+seconds — also while one long item runs (a heartbeat), so a 5-minute workload is not silent —
+and one at the end, so a CI log reads top to bottom; ``quiet`` silences it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from types import TracebackType
 from typing import Any, TextIO
@@ -39,8 +41,24 @@ class Progress:
         self._closed = False
         self._bar: Any = None
         self._task: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
         if self.live:
             self._start_live()
+        elif not quiet and LOG_EVERY_S >= 1:
+            threading.Thread(target=self._heartbeat, name=f"progress {label}", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(LOG_EVERY_S):
+            self._plain(due=True)
+
+    def _plain(self, *, due: bool) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._closed or (due and now - self._last < LOG_EVERY_S):
+                return
+            self._last = now
+            print(self.line(), file=self.stream, flush=True)
 
     def _start_live(self) -> None:
         from rich.console import Console
@@ -77,10 +95,7 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=n, note=self.note[:60], rate=f"{self.rate():.1f}/s")
             return
-        now = time.monotonic()
-        if now - self._last >= LOG_EVERY_S:
-            self._last = now
-            print(self.line(), file=self.stream, flush=True)
+        self._plain(due=True)
 
     def line(self) -> str:
         """The plain line a log gets: ``label: 12/662 (4.1/s, 3s, ETA 158s) note``."""
@@ -97,14 +112,17 @@ class Progress:
         """The last line (plain), or the live line left in place; idempotent."""
         if self._closed:
             return
-        self._closed = True
+        self._stop.set()
         if self.quiet:
+            self._closed = True
             return
         if self._bar is not None:
+            self._closed = True
             self._bar.update(self._task, note=self.note[:60], rate=f"{self.rate():.1f}/s")
             self._bar.stop()
             return
-        print(self.line(), file=self.stream, flush=True)
+        self._plain(due=False)
+        self._closed = True
 
     def __enter__(self) -> Progress:
         return self

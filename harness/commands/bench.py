@@ -1,4 +1,9 @@
-"""``memconform bench``: run every workload and write ``benchmarks/RESULTS.md``."""
+"""``memconform bench``: run every workload and write a results table.
+
+The table goes to ``reports/bench.md`` (untracked) by default: a run on a noisy machine must
+not rewrite the committed ``benchmarks/RESULTS.md``; ``--out benchmarks/RESULTS.md`` (``make
+bench OUT=benchmarks/RESULTS.md``) updates it on purpose.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from ..bench import ROUNDS, WORKLOADS, run_workload
+from ..progress import progress
+from .common import add_quiet_argument
 
+DEFAULT_OUT = Path("reports/bench.md")
 NAME = "bench"
 HELP = "run the benchmarks side by side and write a results table"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("benchmarks/RESULTS.md"))
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="PATH",
+                   help="results table (default: %(default)s; benchmarks/RESULTS.md to update the committed one)")
     p.add_argument("--only", action="append", choices=sorted(WORKLOADS), help="run only these workloads")
+    add_quiet_argument(p, "no progress line, no per-workload times")
 
 
 CONTENDERS = (
@@ -66,11 +76,12 @@ def _floors(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def run(args: argparse.Namespace) -> int:
     selected = args.only or list(WORKLOADS)
     results: dict[str, dict[str, Any]] = {}
-    for name in selected:
-        t0 = time.perf_counter()
-        print(f"bench {name} …", flush=True)
-        results[name] = run_workload(name)
-        print(f"  {time.perf_counter() - t0:.1f} s", flush=True)
+    with progress("bench", len(selected), quiet=args.quiet) as bar:
+        for name in selected:
+            t0 = time.perf_counter()
+            bar.advance(0, note=f"{name} running")
+            results[name] = run_workload(name)
+            bar.advance(note=f"{name} {time.perf_counter() - t0:.1f} s")
     out = [
         "# memconform benchmarks",
         "",
@@ -97,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         text = _merge(args.out.read_text(), text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    print(f"wrote {args.out}")
+    print(f"memconform bench: wrote results table {args.out}")
     return 0
 
 

@@ -10,7 +10,8 @@ peers, each naming the command that does attack peers.  Machines run in batches 
 profile's worth of examples, round robin, each batch with a fresh seed, until the budget is
 spent (checked between batches).  Each failure is a ``Finding`` with its seed and rerun
 command, its shrunk example exported as a regression scenario (``--export``, default
-``scenarios/regressions/``).  A run in which no machine ran is a usage error (exit 2).
+``scenarios/regressions/`` in a clone, ``./memconform-regressions`` when installed).  A run in
+which no machine ran is a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ from ..oracles.findings import (
     verdict,
 )
 from ..peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
+from ..progress import progress
 from ..sandbox import Sandbox
 from .common import (
     add_impl_arguments,
+    add_quiet_argument,
     add_report_arguments,
     export_dir,
     fail_on_hazard,
     non_negative_int,
     positive_float,
+    publish,
 )
 
 NAME = "fuzz"
@@ -73,6 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unicode-gap", action="store_true",
                    help="also draw the Unicode 15-17 letters SPEC's corpus avoids (S-FMT-17)")
     add_report_arguments(p)
+    add_quiet_argument(p)
     p.add_argument("--export-dir", dest="export", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
@@ -167,16 +172,20 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
     deadline = time.monotonic() + args.minutes * 60
     rng = random.SystemRandom()
     first_seed = args.seed
-    while runnable:
-        for i, name in enumerate(runnable):
-            left = deadline - time.monotonic()
-            if left <= 0 and tallies[name].batches:
-                continue
-            size = batch_size(tallies[name], left / (len(runnable) - i), _profile_examples(name, profile))
-            _batch(name, args, spec, profile, tallies[name], first_seed, rng, target, size)
-        first_seed = None
-        if time.monotonic() >= deadline:
-            break
+    with progress(f"fuzz {spec.name} (batches)", None, quiet=args.quiet) as bar:
+        while runnable:
+            for i, name in enumerate(runnable):
+                left = deadline - time.monotonic()
+                if left <= 0 and tallies[name].batches:
+                    continue
+                size = batch_size(tallies[name], left / (len(runnable) - i), _profile_examples(name, profile))
+                _batch(name, args, spec, profile, tallies[name], first_seed, rng, target, size)
+                steps = sum(t.steps for t in tallies.values())
+                found = sum(len(t.findings) for t in tallies.values())
+                bar.advance(note=f"{name}; {steps} steps, {found} findings, {max(0.0, left):.0f}s left")
+            first_seed = None
+            if time.monotonic() >= deadline:
+                break
     findings = [f for t in tallies.values() for f in t.findings]
     print(table(tallies))
     executed = sum(t.executed for t in tallies.values())
@@ -190,8 +199,7 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
                     "steps": sum(t.steps for t in tallies.values())}
     report.findings = findings
     report.finish(run_verdict)
-    if args.json:
-        envelope.write(args.json, report, {"machines": [t.row(n) for n, t in tallies.items()]})
+    publish(args, report, {"machines": [t.row(n) for n, t in tallies.items()]})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
 
 

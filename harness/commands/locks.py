@@ -34,13 +34,16 @@ from ..oracles.findings import (
     verdict,
 )
 from ..peers import PeerSpec, preflight
+from ..progress import progress
 from ..regressions import export
 from .common import (
     add_impl_arguments,
+    add_quiet_argument,
     add_report_arguments,
     export_dir,
     fail_on_hazard,
     positive_int,
+    publish,
 )
 
 NAME = "locks"
@@ -51,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
     add_report_arguments(p)
     p.add_argument("--mode", choices=MODES, action="append", help="local and/or shared (default both)")
-    p.add_argument("--parallel", type=positive_int, default=16)
+    p.add_argument("--parallel", type=positive_int, default=16, help="cells run at once (default: %(default)s)")
+    add_quiet_argument(p)
 
 
 def _row(r: CellResult) -> str:
@@ -107,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     report.impls = preflight([spec], timeout=args.timeout)
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     selected = cells(tuple(args.mode or MODES))
-    results = run_matrix(spec, selected, parallel=args.parallel)
+    with progress(f"locks {spec.name}", len(selected), quiet=args.quiet) as bar:
+        results = run_matrix(spec, selected, parallel=args.parallel,
+                             on_result=lambda r: bar.advance(note=r.cell.name))
     for r in results:
         print(_row(r))
     differing = [r for r in results if not r.ok and r.verdict != "skipped"]
@@ -144,9 +150,8 @@ def run(args: argparse.Namespace) -> int:
     }
     report.finish(run_verdict)
     print(f"{spec.name}: {summary_line(findings)}; verdict {run_verdict} ({report.seconds:.1f} s)")
-    if args.json:
-        cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
-                       "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
-                      for r in results]
-        envelope.write(args.json, report, {"cells": cells_json})
+    cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
+                   "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
+                  for r in results]
+    publish(args, report, {"cells": cells_json})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
