@@ -63,6 +63,11 @@ class Tally:
         )
 
 
+def checks_in(source: str) -> list[str]:
+    """The names of a suite's checks (``await test('name', …)``), in order."""
+    return [m.group(2) for m in _TEST_START.finditer(source)]
+
+
 def in_process_patchers(source: str) -> set[str]:
     """Names of the checks whose body (up to the next check) assigns to a member of fs/process."""
     starts = list(_TEST_START.finditer(source))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memconform.harness.peer_suites import (
-    _TEST_START,
     OPENCODE_ENV,
     PI_ENV,
+    checks_in,
     in_process_patchers,
     run_opencode,
     run_pi,
@@ -39,7 +39,7 @@ def test_opencode_two_writer_suite_passes_with_the_reference_as_openpi() -> None
 
 def test_openpi_core_suite_fails_only_checks_that_patch_the_js_process() -> None:
     test_file = named(PI_ENV)
-    checks = len(_TEST_START.findall(test_file.read_text(encoding="utf-8")))
+    checks = len(checks_in(test_file.read_text(encoding="utf-8")))
     tally = run_pi(test_file)
     print(tally.line())
     assert tally.total == checks, tally.output[-2000:]
@@ -55,3 +55,4 @@ await test('sets env', () => { process.env.TZ = 'UTC'; });
 const s = `x`; await test(`kills`, () => { process.kill = () => {}; });
 """
     assert in_process_patchers(source) == {"swaps rename", "kills"}
+    assert checks_in(source) == ["plain", "swaps rename", "sets env", "kills"]
