@@ -9,11 +9,12 @@ shown and counted; a run in which no scenario executed is a setup error (exit 2)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import deviations, report, selection
+from .. import deviations, profiles, report, selection
 from ..differential import run_differential
 from ..envelope import ImplInfo
 from ..oracles.expect import Failure
@@ -21,7 +22,7 @@ from ..oracles.findings import VIOLATION, Finding
 from ..peers import PeerSpec, preflight
 from ..progress import progress
 from ..runner import Outcome, run_all
-from ..scenarios import Scenario
+from ..scenarios import PROFILES, Scenario
 from .common import (
     SetupError,
     add_impl_arguments,
@@ -42,12 +43,19 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     add_report_arguments(c)
     c.add_argument("--strict", action="store_true", help="also compare error message texts")
     c.add_argument("--against", help="differential mode: compare --impl with this implementation")
+    c.add_argument("--with", dest="with_impl", metavar="IMPL",
+                   help="cross-tool sequences (scenarios/cross/): --impl runs the A steps, IMPL the B steps, one store")
     c.add_argument("--run", action="append", default=[], metavar="GLOB", help="only scenario ids matching")
     c.add_argument("--skip", action="append", default=[], metavar="GLOB", help="skip scenario ids matching")
     c.add_argument("--junit", type=Path, help="write a JUnit XML report (findings as failures)")
-    c.add_argument("--parallel", type=positive_int, default=1, help="worker count (one driver each)")
+    c.add_argument("--parallel", type=positive_int, default=os.cpu_count() or 1,
+                   help="worker count (one driver each; default: one per core)")
+    c.add_argument("--real-time", action="store_true",
+                   help="run every driver on the real clock (default: virtual time where the driver offers it)")
     selection.add_arguments(c)
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
+    c.add_argument("--profile", choices=PROFILES, help="contract to judge by (default: openpi for python and pi:, "
+                   "shared-store for opencode:, else what the driver's hello declares; DESIGN.md §7)")
 
 
 def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:
@@ -67,6 +75,17 @@ def select(args: argparse.Namespace) -> list[Scenario]:
         raise SetupError(str(e)) from None
 
 
+def _in_profile(args: argparse.Namespace, spec: PeerSpec, scenarios: list[Scenario]) -> list[Scenario]:
+    """The selected scenarios of the run's profile (``--profile`` or the implementation's default)."""
+    name = getattr(args, "profile", None) or profiles.default_profile(spec, timeout=args.timeout)
+    chosen = profiles.select(scenarios, name)
+    if not chosen:
+        raise SetupError(f"no scenario of profile {name!r} among the {len(scenarios)} selected")
+    if not args.quiet:
+        print(f"profile: {name} ({len(chosen)} of {len(scenarios)} selected scenarios)", flush=True)
+    return chosen
+
+
 def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> str:
     """``0 of 662 scenarios ran: …`` with the reason the skips give."""
     head = f"0 of {len(outcomes)} scenarios ran"
@@ -79,10 +98,15 @@ def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.with_impl:
+        from ..cross_cli import run_with
+
+        return run_with(args)
     spec = PeerSpec.parse(args.impl)
     other = PeerSpec.parse(args.against) if args.against else None
     scenarios = select(args)
     impls = preflight([spec, *([other] if other else [])], timeout=args.timeout)
+    scenarios = _in_profile(args, spec, scenarios)
     if other is not None:
         return _differential(args, spec, other, impls, scenarios)
     info = impls[0]
@@ -91,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     with progress(f"conformance {spec.name}", len(scenarios), quiet=args.quiet) as bar:
         outcomes = run_all(
             spec, scenarios, parallel=args.parallel, timeout=args.timeout,
-            validate=args.validate_protocol, strict=args.strict,
+            validate=args.validate_protocol, strict=args.strict, real_time=args.real_time,
             on_outcome=lambda o: bar.advance(note=o.scenario.id),
         )
     apply_deviations(outcomes, info.name, info.version)

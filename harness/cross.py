@@ -1,0 +1,225 @@
+"""Cross-tool sequences: two implementations, two drivers, one sandbox (issue 14 item 4).
+
+``memconform conformance --impl X --with Y`` runs the scenarios of ``scenarios/cross/`` with
+role ``A`` = X and ``B`` = Y: each step names who runs it (``"by": "A"`` / ``"B"``; none: A),
+both drivers see the same agent dir, home and shared store (the same environment), and the
+same clock (set on both, moved on both).  A step is judged by its outcome kind
+(``expect.outcome``, classified per driver by ``oracles.outcome_kind``), ``then`` by the
+normalised store (``then.store``, ``oracles.store_norm``) and the usual ``then`` checks; and
+after every mutating op ``oracles.coexist`` checks that the op kept what it did not aim at,
+and over the sequence that no line flip-flops between the tools' renderings.
+
+Drivers are started fresh for every scenario (OpenCode's has no ``reset``; a cross sequence
+is short).  Files outside the shared store (each tool's configuration, local store and
+carry-over sentinel) are each tool's own business: left unpinned on purpose.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import actions
+from .oracles import coexist
+from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from .oracles.findings import HAZARD, Finding
+from .peers import Driver, DriverError, PeerSpec, start_driver
+from .runner import Outcome
+from .sandbox import Sandbox, snapshot
+from .scenarios import SCENARIOS_DIR, Ignore, Scenario, discover, iso_instant
+
+CROSS_DIR = SCENARIOS_DIR / "cross"
+ROLES = ("A", "B")
+# Not the shared store: each tool's own configuration, local store and sentinel (PEER-1).
+OWN_FILES = (
+    Ignore("agent/*", "each tool's own agent dir (configuration, local store, sentinel): not shared"),
+    Ignore("home/.config/*", "OpenCode's own configuration and local store (PEER-1): not shared"),
+)
+STORE = "home/.agents/memory/"
+
+
+def is_cross(sc: Scenario) -> bool:
+    """A cross-tool sequence: some step names the implementation that runs it."""
+    return any(step.by is not None for step in sc.steps)
+
+
+def discover_cross(extra: list[Path], only: bool, run: list[str], skip: list[str]) -> list[Scenario]:
+    """The cross sequences under ``scenarios/cross`` (unless ``only``) and ``extra``, by id."""
+    roots = [*([] if only else [CROSS_DIR]), *extra]
+    found: dict[str, Scenario] = {}
+    for root in roots:
+        for sc in discover(root, run, skip):
+            if is_cross(sc):
+                found.setdefault(sc.id, sc)
+    return [found[i] for i in sorted(found)]
+
+
+def store_files(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The shared store's own files (top level), store-relative."""
+    return {k[len(STORE):]: v for k, v in files.items() if k.startswith(STORE) and "/" not in k[len(STORE):]}
+
+
+@dataclass
+class Pair:
+    """The two implementations of a run, as they named themselves."""
+
+    a: PeerSpec
+    b: PeerSpec
+
+    def spec(self, role: str) -> PeerSpec:
+        return self.a if role == "A" else self.b
+
+
+class CrossWorker:
+    """Runs cross sequences for one pair, a fresh sandbox and two fresh drivers each."""
+
+    def __init__(self, pair: Pair, *, timeout: float = 10.0, validate: bool = False, strict: bool = False) -> None:
+        self.pair, self.timeout, self.validate, self.strict = pair, timeout, validate, strict
+        self.clock_ms, self.clock_mode, self.clock_started = 0, "frozen", 0.0
+
+    def _now(self) -> int:
+        if self.clock_mode == "offset":
+            return self.clock_ms + int((time.monotonic() - self.clock_started) * 1000)
+        return self.clock_ms
+
+    def _set_clock(self, drivers: dict[str, Driver], now_ms: int, tz: str, mode: str) -> None:
+        self.clock_ms, self.clock_mode, self.clock_started = now_ms, mode, time.monotonic()
+        for role, d in drivers.items():
+            answer = d.call("set_clock", {"now": iso_instant(now_ms), "mode": mode, "tz": tz})
+            if not answer.ok:
+                raise DriverError(f"{role} ({d.spec.name}): set_clock refused: {answer.error}")
+
+    def run(self, scenario: Scenario) -> Outcome:
+        started = time.monotonic()
+        outcome = Outcome(scenario, f"{self.pair.a.name}+{self.pair.b.name}", "pass")
+        sandbox = Sandbox.create()
+        drivers: dict[str, Driver] = {}
+        try:
+            sc = scenario.bind(sandbox.placeholders())
+            actions.place_given(sandbox, sc.given)
+            before = snapshot(sandbox.root)
+            env = sandbox.env(sc.clock.tz)
+            env.update(sc.env)
+            for role in ROLES:
+                drivers[role] = start_driver(self.pair.spec(role), env, cwd=str(sandbox.root),
+                                             timeout=self.timeout, validate=self.validate)
+            lacking = _lacking(sc, drivers)
+            if lacking:
+                outcome.status, outcome.reason = "skip", lacking
+                return outcome
+            self._set_clock(drivers, sc.clock.now_ms, sc.clock.tz, sc.clock.mode)
+            marks, written = self._steps(sc, sandbox, drivers, outcome)
+            after = snapshot(sandbox.root)
+            outcome.files = after
+            self._judge(sc, marks, outcome)
+            then = replace(sc.then, ignore=(*sc.then.ignore, *OWN_FILES))
+            outcome.failures += check_then(then, before, after, sandbox.root)
+            left_out = uncovered(then, before, after, written)
+            if left_out:
+                outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
+                                                coverage_reason(left_out)))
+        except DriverError as e:
+            outcome.status, outcome.reason, outcome.stderr = "error", str(e), e.stderr
+        except Exception as e:  # a harness bug must not end the run: report it on this scenario
+            outcome.status, outcome.reason = "error", f"harness error: {type(e).__name__}: {e}"
+        finally:
+            for d in drivers.values():
+                outcome.stderr += d.take_stderr() if d.proc is not None else ""
+                d.close()
+            sandbox.remove()
+            outcome.seconds = time.monotonic() - started
+        if outcome.status == "pass" and outcome.failures:
+            outcome.status = "fail"
+        return outcome
+
+    def _steps(
+        self, sc: Scenario, sandbox: Sandbox, drivers: dict[str, Driver], outcome: Outcome
+    ) -> tuple[list[coexist.Mark], dict[str, bytes | None]]:
+        marks: list[coexist.Mark] = []
+        written: dict[str, bytes | None] = {}
+        for i, step in enumerate(sc.steps, 1):
+            role = step.by or "A"
+            driver = drivers[role]
+            if step.is_file_action:
+                if step.op == "advance_clock":
+                    later = self._now() + round(float(step.args["seconds"]) * 1000)
+                    self._set_clock(drivers, later, sc.clock.tz, self.clock_mode)
+                else:
+                    pre = snapshot(sandbox.root)
+                    actions.perform(sandbox, step, self._now, driver.pid)
+                    post = snapshot(sandbox.root)
+                    written.update({k: post.get(k) for k in set(pre) | set(post) if pre.get(k) != post.get(k)})
+                outcome.answers.append(None)
+                continue
+            pre_store = store_files(snapshot(sandbox.root))
+            t0 = time.monotonic()
+            answer = driver.call(step.op, step.args, timeout=step.timeout)
+            elapsed = time.monotonic() - t0
+            outcome.op_seconds += elapsed
+            outcome.answers.append(answer)
+            impl = str(driver.hello.get("impl", driver.spec.kind))
+            where = f"step {i} ({step.op} by {role})"
+            outcome.failures += check_answer(where, answer, step.expect, elapsed, _no_stderr(driver), self.strict,
+                                             impl=impl, op=step.op)
+            marks.append(coexist.Mark(i, role, _label(driver), step.op, step.args, pre_store,
+                                      store_files(snapshot(sandbox.root)), answer.ok))
+        return marks, written
+
+    def _judge(self, sc: Scenario, marks: list[coexist.Mark], outcome: Outcome) -> None:
+        """Each mutating op kept what it did not aim at; no line flip-flops (``coexist``)."""
+        problems = [p for m in marks for p in coexist.check_step(m)] + coexist.flip_flops(marks)
+        for p in problems:
+            outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
+            key = (p.kind, p.where)
+            if any((f.kind, f.op) == key for f in outcome.findings):
+                continue
+            outcome.findings.append(Finding(
+                p.kind, HAZARD, clause=p.clause, impl=outcome.impl, op=p.where,
+                evidence=f"{sc.id}: {p.where}: expected {p.expected}; got {p.actual}"[:400],
+                reproduce=f"memconform conformance --impl {self.pair.a.name} --with {self.pair.b.name} --run {sc.id}",
+            ))
+
+
+def _label(driver: Driver) -> str:
+    return f"{driver.hello.get('impl', driver.spec.kind)} {driver.hello.get('version', '')}".strip()
+
+
+def _no_stderr(driver: Driver) -> Callable[[tuple[str, ...]], str]:
+    return lambda needles: driver.stderr()
+
+
+def _lacking(sc: Scenario, drivers: dict[str, Driver]) -> str:
+    """Why the pair cannot run ``sc`` ('' if it can): a role's driver lacks a step's op."""
+    missing: dict[str, set[str]] = {}
+    for step in sc.steps:
+        role = step.by or "A"
+        if not step.is_file_action and step.op not in drivers[role].ops:
+            missing.setdefault(role, set()).add(step.op)
+    return "; ".join(
+        f"{role} ({drivers[role].spec.kind}) lacks op(s) {', '.join(sorted(ops))}" for role, ops in sorted(missing.items())
+    )
+
+
+def run_pair(
+    pair: Pair,
+    scenarios: list[Scenario],
+    *,
+    timeout: float = 10.0,
+    validate: bool = False,
+    strict: bool = False,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Every sequence on the pair, one after another (two drivers on one store each)."""
+    worker = CrossWorker(pair, timeout=timeout, validate=validate, strict=strict)
+    out = []
+    for sc in scenarios:
+        o = worker.run(sc)
+        out.append(o)
+        if on_outcome is not None:
+            on_outcome(o)
+    return out
+
+
+__all__ = ["CROSS_DIR", "CrossWorker", "Pair", "discover_cross", "is_cross", "run_pair"]

@@ -1,0 +1,240 @@
+"""What two co-writers of one store owe each other, judged from its files (issue 14 item 4).
+
+A cross-tool sequence runs each step on one of two implementations against one shared store.
+Whatever either tool's result text says, after every mutating op the store must still hold
+what the *other* writes did not aim at:
+
+- every indexed entry the op did not target (orphans and tombstoned files aside, which
+  maintenance may drop), with its name, its metadata ``[pin]`` and its summary (stale
+  flags aside: stamping and healing them is maintenance, S-IDX-6);
+- every topic file it did not write, byte for byte (S-INV-4), and in the file it did write
+  every frontmatter line but ``name``/``description``/``last_updated`` (``created`` and
+  fields the writer does not know included) and, for an append, the old body as a prefix;
+- every removal-list entry (S-INV-7: only a write of that file clears it), and a removed,
+  unindexed file stays unindexed (S-TOMB-5: no repair, carry-over or write of another
+  topic brings it back).
+
+And over the whole sequence, no index line may change on every one of three or more
+alternating writes of the two tools while neither aims at it, coming back to an earlier
+rendering (a ``flip-flop``, PEER-11: the tools rewrite the same line differently).
+
+Written from SPEC.md with the harness's own grammar (``oracles.grammar``), never the
+reference's parsers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .grammar import Line, parse, to_slug
+from .spec import LOCK_NAME
+
+INDEX = "MEMORY.md"
+TOMBSTONES = ".ocl-removed"
+MUTATING = frozenset({"write_memory", "remove_memory", "pin_memory", "repair_memory", "retire_recaps"})
+RECAP_FILE = "last-session-recap.md"
+_TEMP = re.compile(r"\.tmp-")
+_VOLATILE_FM = ("name:", "description:", "last_updated:")
+
+Files = Mapping[str, bytes]  # store-relative path -> bytes (one directory: the shared store)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One driver op of a sequence and the store around it."""
+
+    index: int  # the step number (1-based)
+    role: str  # "A" | "B"
+    impl: str  # who ran it, as it named itself
+    op: str
+    args: Mapping[str, Any]
+    before: Files
+    after: Files
+    ok: bool  # the op answered without raising
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing a co-writer broke: ``kind`` is the finding kind, ``clause`` the SPEC source."""
+
+    kind: str  # foreign-loss | removal-ignored | flip-flop
+    clause: str
+    where: str
+    expected: str
+    actual: str
+
+
+def _text(files: Files, name: str) -> str | None:
+    data = files.get(name)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def entries(files: Files) -> dict[str, list[Line]]:
+    """The parseable index entries of ``MEMORY.md``, by filename, in index order."""
+    out: dict[str, list[Line]] = {}
+    for raw in (_text(files, INDEX) or "").split("\n"):
+        line = parse(raw)
+        if line is not None:
+            out.setdefault(line.filename, []).append(line)
+    return out
+
+
+def meta(line: Line) -> str:
+    """REST before the first `` -- ``: where both tools agree the flags live (PEER-11)."""
+    return line.rest.split(" -- ", 1)[0]
+
+
+def summary(line: Line) -> str:
+    """The summary, stale flags and spacing aside (S-IDX-6 may stamp or heal them)."""
+    parts = line.rest.split(" -- ", 1)
+    return " ".join(parts[1].replace("[stale?]", " ").split()) if len(parts) == 2 else ""
+
+
+def tombstones(files: Files) -> set[str]:
+    """The removal list's filenames, trimmed (each tool reads its own way; PEER-6)."""
+    return {p.strip() for p in (_text(files, TOMBSTONES) or "").split("\n") if p.strip()}
+
+
+def _topic_files(files: Files) -> set[str]:
+    return {
+        n for n in files
+        if "/" not in n and n.lower().endswith(".md") and n != INDEX and not n.startswith(".")
+        and n != LOCK_NAME and not _TEMP.search(n)
+    }
+
+
+def targets(op: str, args: Mapping[str, Any], index: Mapping[str, list[Line]]) -> set[str]:
+    """Filenames the op may legitimately change: every entry whose name equals or contains
+    the topic (S-IDX-8 lookups), and the topic's slug file with any numeric or carry-over
+    suffix (S-WRITE-6/7).  Generous on purpose: an unjust accusation is worse than a miss."""
+    topic = args.get("topic")
+    if op == "retire_recaps":
+        return {RECAP_FILE}
+    if not isinstance(topic, str) or not topic.strip():
+        return set()
+    low = topic.strip().lower()
+    hit = {f for f, lines in index.items() if any(low in ln.name.lower() or ln.name.lower() in low for ln in lines)}
+    slug = to_slug(topic)
+    pattern = re.compile(re.escape(slug) + r"(-[0-9]+|-o[a-z]+m(-[0-9]+)?)?\.md", re.I) if slug else None
+    hit |= {f for f in index if pattern is not None and pattern.fullmatch(f)}
+    return hit
+
+
+def _frontmatter(data: bytes | None) -> tuple[list[str], str] | None:
+    """(frontmatter lines, body) of a topic file with a ``---`` block, else None."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace")
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        return None
+    return text[4:end].split("\n"), text[end + 5:]
+
+
+def check_step(mark: Mark) -> list[Problem]:
+    """What ``mark``'s op broke of what it did not aim at (empty: it kept everything)."""
+    if mark.op not in MUTATING:
+        return []
+    before_idx, after_idx = entries(mark.before), entries(mark.after)
+    aimed = targets(mark.op, mark.args, before_idx) | targets(mark.op, mark.args, after_idx)
+    changed = {n for n in set(mark.before) | set(mark.after) if mark.before.get(n) != mark.after.get(n)}
+    created = _topic_files(mark.after) - _topic_files(mark.before)
+    written = changed & (aimed | created) if mark.op == "write_memory" else set()
+    aimed |= written
+    dead = tombstones(mark.before)
+    where = f"step {mark.index} ({mark.op} by {mark.role}: {mark.impl})"
+    out: list[Problem] = []
+    for f, lines in before_idx.items():
+        if f in aimed or f in dead or f not in mark.before or f not in mark.after:
+            continue  # targeted, tombstoned, or an orphan maintenance may drop
+        kept = after_idx.get(f)
+        if not kept:
+            out.append(Problem("foreign-loss", "S-INV-2", where, f"entry {lines[0].render()!r} kept",
+                               "dropped from MEMORY.md"))
+            continue
+        if len(lines) > 1:
+            continue  # duplicates: maintenance keeps one best line (S-IDX-4; PEER-11 differs)
+        was_pinned = any("[pin]" in meta(ln) for ln in lines)
+        if was_pinned and not any("[pin]" in meta(ln) for ln in kept):
+            out.append(Problem("foreign-loss", "S-IDX-3", where, f"{f} stays pinned ({lines[0].render()!r})",
+                               kept[0].render()))
+        if not any("[pin]" in ln.rest for ln in lines) and any("[pin]" in meta(ln) for ln in kept):
+            out.append(Problem("foreign-loss", "S-IDX-3", where, f"{f} stays unpinned ({lines[0].render()!r})",
+                               kept[0].render()))
+        if len(kept) == 1:
+            old, new = lines[0], kept[0]
+            if old.name != new.name or summary(old) != summary(new):
+                out.append(Problem("foreign-loss", "S-INV-2", where, f"name and summary of {old.render()!r}",
+                                   new.render()))
+    for f in sorted(_topic_files(mark.before) - aimed):
+        if mark.after.get(f) != mark.before[f]:
+            got = "deleted" if f not in mark.after else "rewritten"
+            out.append(Problem("foreign-loss", "S-INV-4", where, f"topic file {f} unchanged", got))
+    for f in sorted(written):
+        out += _kept_frontmatter(where, f, mark)
+    gone = dead - tombstones(mark.after) - (aimed if mark.op == "write_memory" else set())
+    for f in sorted(gone):
+        out.append(Problem("foreign-loss", "S-INV-7", where, f"{f} stays in {TOMBSTONES}", "dropped from it"))
+    for f in sorted(dead - set(before_idx) - aimed):
+        if f in after_idx:
+            out.append(Problem("removal-ignored", "S-TOMB-5", where, f"removed {f} stays out of the index",
+                               after_idx[f][0].render()))
+    return out
+
+
+def _kept_frontmatter(where: str, f: str, mark: Mark) -> list[Problem]:
+    """A write into an existing topic keeps its frontmatter (``created`` and unknown fields)
+    and, unless it replaces, the old body as a prefix (S-WRITE-9/10)."""
+    old, new = _frontmatter(mark.before.get(f)), _frontmatter(mark.after.get(f))
+    if old is None:
+        return []
+    if new is None:
+        return [Problem("foreign-loss", "S-WRITE-9", where, f"{f} keeps its frontmatter block", "no frontmatter")]
+    out = []
+    lost = [ln for ln in old[0] if not ln.startswith(_VOLATILE_FM) and ln not in new[0]]
+    if lost:
+        out.append(Problem("foreign-loss", "S-WRITE-9", where, f"{f} frontmatter keeps {lost!r}", repr(new[0])))
+    replacing = mark.args.get("mode") == "replace" or mark.args.get("overwrite") is True
+    if not replacing and not new[1].startswith(old[1].rstrip("\n")):
+        out.append(Problem("foreign-loss", "S-WRITE-10", where, f"{f} body starts with the old body {old[1]!r}",
+                           repr(new[1][:200])))
+    return out
+
+
+def _render(files: Files, f: str) -> str:
+    return "\n".join(ln.render() for ln in entries(files).get(f, []))
+
+
+def flip_flops(marks: Sequence[Mark], min_changes: int = 3) -> list[Problem]:
+    """Index lines that change on every write of a run of alternating tools (at least
+    ``min_changes`` in a row, none aimed at the line) and come back to an earlier rendering."""
+    writes = [m for m in marks if m.op in MUTATING and m.ok]
+    out: list[Problem] = []
+    seen: set[str] = set()
+    for m in writes:
+        seen |= set(entries(m.after))
+    for f in sorted(seen):
+        run: list[Mark] = []
+        for m in writes:
+            before, after = _render(m.before, f), _render(m.after, f)
+            if before == after or not before or not after or f in targets(m.op, m.args, entries(m.before)):
+                run = []
+                continue
+            if run and run[-1].role == m.role:
+                run = []
+            run.append(m)
+            renders = [_render(run[0].before, f)] + [_render(x.after, f) for x in run]
+            if len(run) >= min_changes and len(set(renders)) < len(renders):
+                out.append(Problem(
+                    "flip-flop", "PEER-11",
+                    f"index line of {f} over steps " + ", ".join(f"{x.index} ({x.role}: {x.impl})" for x in run),
+                    "a line neither tool aims at settles after one rewrite",
+                    " -> ".join(repr(r) for r in renders),
+                ))
+                break
+    return out
