@@ -14,10 +14,11 @@
 // itself runs under, `memconform facade-path` this file's path.
 //
 // Channel: the server's stdin and stdout are two FIFOs that this module opens itself, so
-// every call is a blocking write + fs.readSync of one JSON line (about 0.06 ms median per
-// call on our machine, against 0.17 ms for a worker + Atomics.wait and ~200 ms for a
+// every call is a blocking write + fs.readSync of one JSON line (0.02-0.08 ms median per
+// call on our machine, against 0.13-0.14 ms for a worker + Atomics.wait and ~270 ms for a
 // spawnSync per call; see docs/FACADE.md). Synchronous exports return the answer; the
-// exports that are async in the JS core return a promise settled with it. The server is
+// exports that are async in the JS core return a promise settled with it: like the JS core
+// with a free lock, whose critical section runs before its first await yields. The server is
 // sequential, so concurrent calls of one process are serialised (as its lock would) and the
 // event loop does not run while the server works (timers cannot fire during a lock wait).
 // When this process ends, the server reads end-of-file and exits.
