@@ -221,6 +221,7 @@ class Planted:
     kind: str
     ino: int
     is_dir: bool = False
+    content: bytes | None = None  # a regular file's bytes (inode numbers are reused at once)
 
 
 def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int = 0,
@@ -255,26 +256,28 @@ def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int 
         except FileExistsError:
             time.sleep(0.005)
             continue
+        data = content[kind].encode("utf-8", "surrogateescape")
         try:
-            os.write(fd, content[kind].encode("utf-8", "surrogateescape"))
+            os.write(fd, data)
             ino = os.fstat(fd).st_ino
         finally:
             os.close(fd)
         if age_s:
             then = time.time() - age_s
             os.utime(path, (then, then))
-        return Planted(path, kind, ino)
+        return Planted(path, kind, ino, content=data)
     return None
 
 
 def remove_planted(p: Planted) -> str:
-    """Remove a planted lock as its owner would: only while it is still the same inode.
+    """Remove a planted lock as its owner would: only while it is still the same inode with
+    the same content (the read and the unlink are not atomic, as S-INV-9 a says of release).
     Answers ``removed``, ``gone`` (someone reclaimed it) or ``replaced`` (left alone)."""
     try:
         st = os.lstat(p.path)
     except FileNotFoundError:
         return "gone"
-    if st.st_ino != p.ino:
+    if st.st_ino != p.ino or (p.content is not None and _content(p.path) != p.content):
         return "replaced"
     try:
         if p.is_dir:
@@ -284,6 +287,18 @@ def remove_planted(p: Planted) -> str:
     except OSError:
         return "gone"
     return "removed"
+
+
+def _content(path: Path) -> bytes | None:
+    """A regular file's first KiB, read as S-LOCK-5's release reads (no-follow, non-blocking)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 1024) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -209,8 +209,7 @@ class _Engine:
         """A fresh writer of the same implementation in the slot (the killed one is gone)."""
         old = slot.driver
         if old is not None:
-            old.kill()
-            old.close()
+            _end(old)
         try:
             new = self.start(slot.spec)
         except (DriverError, OSError) as e:
@@ -393,6 +392,19 @@ class _Engine:
         return views
 
 
+def _close(driver: Driver) -> None:
+    """Ask a driver to exit; a killed one's pipes may already be broken."""
+    try:
+        driver.close()
+    except OSError:
+        pass
+
+
+def _end(driver: Driver) -> None:
+    driver.kill()
+    _close(driver)
+
+
 def describe_lock(directory: Path, slots: list[Slot]) -> str:
     """What ``D/.lock`` was when the faults ended: whose pid (which writer), its age, or its
     kind; empty when there was none."""
@@ -485,7 +497,7 @@ def run_nemesis(
         seconds = time.monotonic() - t0
         for slot in eng.slots:
             if slot.driver is not None:
-                slot.driver.close()
+                _close(slot.driver)
         specs = list(dict.fromkeys(s.spec for s in eng.slots))
         unavailable: dict[str, tuple[float | None, int]] = {}
         impl_of = {s.name: s.spec.name for s in eng.slots}
@@ -522,7 +534,6 @@ def run_nemesis(
         eng.stop.set()
         for slot in eng.slots:
             if slot.driver is not None:
-                slot.driver.kill()
-                slot.driver.close()
+                _end(slot.driver)
         if own:
             sb.remove()

@@ -184,7 +184,8 @@ def lost_writes(
 
 
 def _frontmatter_name(body: str) -> str | None:
-    """The ``name:`` value of a topic's frontmatter block (S-FMT-9/10), JSON-decoded."""
+    """The ``name:`` value of a topic's frontmatter block (S-FMT-9/10), decoded as S-WRITE-7
+    reads it (JSON when quoted, else single quotes dropped)."""
     if not body.startswith("---\n"):
         return None
     head = body[4:].split("\n---", 1)[0]
@@ -198,7 +199,9 @@ def _frontmatter_name(body: str) -> str | None:
         except ValueError:
             return value
         return decoded if isinstance(decoded, str) else value
-    return value
+    # S-WRITE-7: one leading and one trailing single quote are dropped
+    value = value[1:] if value.startswith("'") else value
+    return value[:-1] if value.endswith("'") else value
 
 
 def split_topics(view: StoreView, *, path: str = "", reproduce: str = "") -> list[Finding]:

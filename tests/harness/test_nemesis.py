@@ -1,0 +1,144 @@
+"""The nemesis (issue 13): seeded schedules, lock planting that never replaces a live lock,
+and one short run on the reference with a fault of every family (seconds, not minutes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memconform.harness.faults import nemesis as nm
+from memconform.harness.faults.nemesis_run import run_nemesis
+from memconform.harness.faults.strace import strace_unavailable
+from memconform.harness.history import History
+from memconform.harness.peers import PeerSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_schedules_are_seeded_and_all_means_every_family_in_turn() -> None:
+    a = nm.make_schedule(5, ["all"], interval=0.5, time_limit=20, writers=4)
+    assert a == nm.make_schedule(5, ["all"], interval=0.5, time_limit=20, writers=4)
+    assert a != nm.make_schedule(6, ["all"], interval=0.5, time_limit=20, writers=4)
+    assert [f.family for f in a.faults[:7]] == list(nm.FAMILIES)
+    assert all(0 <= f.slot < 4 and f.at < 20 for f in a.faults)
+    assert nm.Schedule.from_json(a.to_json()) == a
+    assert nm.expand(["kill,pause", "kill"]) == ("kill", "pause")
+    with pytest.raises(nm.ScheduleError, match="unknown nemesis family 'nap'"):
+        nm.expand(["kill,nap"])
+
+
+def test_pauses_outlast_every_lock_window_and_stale_locks_are_past_their_age() -> None:
+    shared = nm.make_schedule(1, ["pause", "stale-lock"], interval=1, time_limit=60, writers=2, shared=True)
+    local = nm.make_schedule(1, ["pause"], interval=1, time_limit=60, writers=2)
+    assert all(f.params["duration"] > 5.0 for f in shared.faults if f.family == "pause")  # OpenCode's 5 s
+    assert all(f.params["duration"] > 0.5 for f in local.faults)
+    for f in shared.faults:
+        if f.family == "stale-lock":
+            assert f.params["age_s"] > (10 if f.params["kind"] == "dead-pid" else 60)
+
+
+@pytest.mark.parametrize("kind", ["dead-pid", *nm.FOREIGN_KINDS])
+def test_planted_locks_never_replace_a_live_one(tmp_path: Path, kind: str) -> None:
+    live = tmp_path / ".lock"
+    live.write_text("123\t1\tlive")
+    assert nm.plant_lock(tmp_path, kind, attempts=3, dead_pid=999_999) is None
+    assert live.read_text() == "123\t1\tlive"
+    live.unlink()
+    planted = nm.plant_lock(tmp_path, kind, age_s=12.0 if kind == "dead-pid" else 0.0, dead_pid=999_999)
+    assert planted is not None and os.path.lexists(live)
+    assert nm.remove_planted(planted) == "removed" and not os.path.lexists(live)
+
+
+def test_a_planted_lock_replaced_meanwhile_is_left_alone(tmp_path: Path) -> None:
+    planted = nm.plant_lock(tmp_path, "empty")
+    assert planted is not None
+    (tmp_path / ".lock").unlink()
+    assert nm.remove_planted(planted) == "gone"
+    (tmp_path / ".lock").write_text("456\t1\tnew holder")  # a writer reclaimed it: a new inode
+    assert nm.remove_planted(planted) == "replaced"
+    assert (tmp_path / ".lock").read_text() == "456\t1\tnew holder"
+
+
+NO_STRACE = strace_unavailable()
+
+
+def _every_family() -> nm.Schedule:
+    """One fault of each family at fixed offsets (strace's two only where strace runs)."""
+    plans = [
+        nm.FaultPlan(0, 0.3, "kill", 0),
+        nm.FaultPlan(1, 0.5, "pause", 1, params={"duration": 0.7}),
+        nm.FaultPlan(2, 0.8, "stale-lock", 0, params={"kind": "dead-pid", "age_s": 12.0, "duration": 0.6}),
+        nm.FaultPlan(3, 1.5, "foreign-lock", 0, params={"kind": "directory", "duration": 0.3}),
+        nm.FaultPlan(4, 2.0, "clock", 1, params={"skew_ms": 600_000, "duration": 0.5}),
+    ]
+    if NO_STRACE is None:
+        plans += [
+            nm.FaultPlan(5, 1.9, "slow", 2, params={"syscall": "openat", "path": ".lock", "delay_ms": 20, "duration": 0.6}),
+            nm.FaultPlan(6, 2.6, "errno", 2, params={"syscall": "write", "path": ".lock", "errno": "ENOSPC",
+                                                      "duration": 0.8}),
+        ]
+    families = tuple(dict.fromkeys(p.family for p in plans))
+    return nm.Schedule(0, families, 0.5, 3.6, 3, False, tuple(plans))
+
+
+@pytest.fixture(scope="module")
+def every_family() -> object:
+    return run_nemesis([PeerSpec("python")], _every_family(), settle_limit=20.0, check_budget=5.0)
+
+
+def _outcome(result: object, family: str) -> dict[str, object]:
+    return next(o for o in result.outcomes if o["family"] == family)  # type: ignore[attr-defined]
+
+
+def test_kill_makes_the_op_info_and_restarts_the_slot(every_family: object) -> None:
+    r = every_family
+    assert _outcome(r, "kill")["effective"] is True
+    killed = [o for o in r.history.ops() if o.process == "w0" and o.type == "info"]  # type: ignore[attr-defined]
+    assert any("killed by nemesis (fault 0)" in str(o.result) for o in killed)
+    assert any(o.process == "w0" and o.type == "ok" and o.start > killed[0].start for o in r.history.ops())  # type: ignore[attr-defined]
+
+
+def test_pause_stops_the_writer_for_its_duration(every_family: object) -> None:
+    o = _outcome(every_family, "pause")
+    assert o["effective"] is True and float(o["seconds"]) >= 0.6  # type: ignore[arg-type]
+
+
+def test_planted_locks_were_planted_and_cleared(every_family: object) -> None:
+    for family in ("stale-lock", "foreign-lock"):
+        o = _outcome(every_family, family)
+        assert o["effective"] is True and o["removed"] in ("removed", "gone", "replaced"), o
+    assert _outcome(every_family, "clock")["effective"] is True
+
+
+@pytest.mark.skipif(NO_STRACE is not None, reason=f"slow/errno need strace: {NO_STRACE}")
+def test_strace_faults_hit_the_lock_of_a_running_writer(every_family: object) -> None:
+    slow, errno = _outcome(every_family, "slow"), _outcome(every_family, "errno")
+    assert slow["effective"] is True and int(slow["hits"]) >= 1  # type: ignore[call-overload]
+    assert errno["effective"] is True and errno["hits"] == 1
+    failed = [o for o in every_family.history.ops() if o.process == "w2" and o.type == "info"]  # type: ignore[attr-defined]
+    assert any("ENOSPC" in str(o.result) for o in failed)
+
+
+def test_the_run_settles_and_its_history_replays_its_schedule(every_family: object, tmp_path: Path) -> None:
+    r = every_family
+    assert r.total_ops > 0 and not r.errors  # type: ignore[attr-defined]
+    seconds, _ = r.unavailable["python"]  # type: ignore[attr-defined]
+    assert seconds is not None and seconds < 20
+    assert {f.kind for f in r.findings({})} <= {"double-holder", "lost-write", "not-linearizable", "unavailable"}  # type: ignore[attr-defined]
+    path = tmp_path / "h.jsonl"
+    r.history.save(path)  # type: ignore[attr-defined]
+    loaded = History.load(path)
+    assert nm.Schedule.from_json(loaded.meta["schedule"]) == _every_family()
+    assert {o.args["family"] for o in loaded.faults()} == set(_every_family().families)
+
+
+def test_cli_refuses_an_unknown_family_in_one_line() -> None:
+    run = subprocess.run([sys.executable, "-m", "memconform.harness", "interop", "--nemesis", "nap"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == ["memconform interop: unknown nemesis family 'nap' (one of kill, pause, "
+                                               "stale-lock, foreign-lock, slow, errno, clock, all)"]
