@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 DEVIATIONS_PATH = SCENARIOS_DIR / "KNOWN_DEVIATIONS.md"
 GLOB_CHARS = frozenset("*?[")
+# A shared-store deviation is either another rendering both tools read alike, or a
+# difference that breaks the other tool (its reason says how).
+CLASSES = ("harmless", "interop")
+SHARED_STORE_PREFIX = "shared-store/"
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _STEP_NO = re.compile(r"\bstep \d+\b")
 
@@ -46,6 +50,13 @@ class Deviation:
     reason: str
     line: int = 0
     path: str = ""
+
+    @property
+    def klass(self) -> str | None:
+        """``harmless`` or ``interop`` when the reason starts ``harmless:``/``interop:``
+        (required for shared-store scenarios, docs/SHARED_STORE.md), else None."""
+        head = self.reason.split(":", 1)[0].strip()
+        return head if head in CLASSES else None
 
     @property
     def is_glob(self) -> bool:
@@ -115,6 +126,9 @@ def check(devs: list[Deviation], ids: Collection[str]) -> None:
     for d in devs:
         if not any(fnmatch.fnmatchcase(i, d.pattern) for i in ids):
             raise DeviationsError(d.path, f"line {d.line}", f"{d.pattern!r} names no scenario of the corpus")
+        if d.pattern.startswith(SHARED_STORE_PREFIX) and d.klass is None:
+            raise DeviationsError(d.path, f"line {d.line}", f"{d.pattern!r}: a shared-store row's reason must start "
+                                  "'harmless:' or 'interop:'")
         key = (d.impl, d.version, d.pattern)
         if key in seen:
             raise DeviationsError(d.path, f"line {d.line}", f"{d.pattern!r} is listed twice (also line {seen[key].line})")

@@ -152,7 +152,8 @@ class Worker:
             outcome.op_seconds += elapsed
             outcome.answers.append(answer)
             where = f"step {i + 1} ({step.op})"
-            outcome.failures += check_answer(where, answer, step.expect, elapsed, stderr, self.strict)
+            outcome.failures += check_answer(where, answer, step.expect, elapsed, stderr, self.strict,
+                                             impl=self.impl, op=step.op)
             if hazards.looks_raw(answer):
                 self._raw_error(sc, step.op, answer, outcome)
         return written

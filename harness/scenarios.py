@@ -32,6 +32,10 @@ FILE_ACTIONS = frozenset(
     {"put_file", "delete_file", "mkfifo", "mkdir", "symlink", "plant_lock", "advance_clock", "chmod"}
 )
 Content = str | dict[str, str]  # file content: UTF-8 text, or {"base64": ...}
+# DESIGN.md §7.  A scenario without ``profiles`` is openpi's: the whole of SPEC.md, result
+# texts included.  Joining the shared-store contract is a claim its author makes explicitly.
+PROFILES = ("openpi", "shared-store")
+DEFAULT_PROFILES = ("openpi",)
 
 
 class ScenarioError(Exception):
@@ -79,6 +83,7 @@ class Expect:
     stderr_contains: tuple[str, ...] = ()
     max_seconds: float | None = None
     min_seconds: float | None = None
+    outcome: tuple[str, ...] = ()  # shared-store profile: the accepted kinds (oracles.outcome_kind)
 
     @property
     def wants_result(self) -> bool:
@@ -128,6 +133,7 @@ class Then:
     invariants: str | tuple[str, ...] | None = None
     no_other_files: tuple[str, ...] = ()
     ignore: tuple[Ignore, ...] = ()
+    store: dict[str, Content] = field(default_factory=dict)  # compared under oracles.store_norm
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,7 @@ class Scenario:
     fresh_process: bool
     faults: tuple[dict[str, Any], ...]  # ``regression.inject``: syscall faults under strace
     placeholders: frozenset[str]  # the placeholder names used anywhere in the file
+    profiles: tuple[str, ...] = DEFAULT_PROFILES  # DESIGN.md §7: the contracts it belongs to
 
     @classmethod
     def from_data(cls, data: dict[str, Any], path: Path) -> Scenario:
@@ -181,11 +188,13 @@ class Scenario:
                 invariants if invariants is None or isinstance(invariants, str) else tuple(invariants),
                 tuple(then.get("no_other_files", ())),
                 tuple(Ignore(str(i["path"]), str(i["reason"])) for i in then.get("ignore", ())),
+                dict(then.get("store", {})),
             ),
             env=dict(data.get("env", {})),
             fresh_process=bool(data.get("fresh_process")),
             faults=_faults(data.get("regression", {}).get("inject")),
             placeholders=frozenset(_PLACEHOLDER.findall(json.dumps(data))),
+            profiles=tuple(data.get("profiles", DEFAULT_PROFILES)),
         )
 
     def bind(self, names: dict[str, str]) -> Scenario:
@@ -227,10 +236,17 @@ def _step(data: dict[str, Any]) -> Step:
     expect = Expect(
         e.get("result"), "result" in e, e.get("result_matches"), tuple(e.get("result_contains", ())),
         tuple(e.get("result_excludes", ())), error, tuple(e.get("stderr_contains", ())),
-        e.get("max_seconds"), e.get("min_seconds"),
+        e.get("max_seconds"), e.get("min_seconds"), _kinds(e.get("outcome")),
     )
     return Step(data["op"], dict(data.get("args", {})), expect, data.get("worker"), data.get("timeout"), data.get("note", ""),
                 data.get("by"))
+
+
+def _kinds(outcome: Any) -> tuple[str, ...]:
+    """``expect.outcome``: one kind or a list of accepted kinds."""
+    if outcome is None:
+        return ()
+    return (outcome,) if isinstance(outcome, str) else tuple(outcome)
 
 
 def instant_ms(text: str) -> int:

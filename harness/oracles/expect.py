@@ -22,6 +22,7 @@ from ..sandbox import SNAPSHOT_DIR
 from ..scenarios import Expect, Then, content_bytes
 from .grammar import strip_jsonc
 from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
+from .shared_checks import outcome_failures, store_failures
 from .spec import LOCK_NAME, TEMP_SUFFIX
 
 
@@ -140,10 +141,13 @@ def check_answer(
     elapsed: float,
     stderr: Callable[[tuple[str, ...]], str],
     strict: bool,
+    impl: str = "",
+    op: str = "",
 ) -> list[Failure]:
     """Every way ``answer`` (after ``elapsed`` s) misses ``expect``; ``stderr(needles)`` gives
-    the driver's stderr once it holds the needles (or a bounded wait has passed)."""
-    out: list[Failure] = []
+    the driver's stderr once it holds the needles (or a bounded wait has passed).  ``impl``
+    (the driver's hello name) and ``op`` choose the outcome classifier (shared-store profile)."""
+    out = [Failure(*f) for f in outcome_failures(where, impl, op, answer, expect.outcome)]
     if expect.error is not None:
         out += _check_error(where, answer, expect, strict)
         if answer.ok:
@@ -193,7 +197,8 @@ def check_then(then: Then, before: dict[str, bytes], after: dict[str, bytes], ro
         elif before.get(rel) != after.get(rel):
             out.append(Failure(f"file {rel}", show(before.get(rel)), show(after.get(rel)), "changed"))
     out += _check_modes(then, root)
-    listed = set(then.files) | set(then.present)
+    out += [Failure(*f) for f in store_failures(then.store, after)]
+    listed = set(then.files) | set(then.present) | set(then.store)
     for d in then.no_other_files:
         prefix = d.rstrip("/") + "/"
         extra = sorted(
@@ -226,7 +231,7 @@ def uncovered(
     """
     if "*" in then.unchanged:
         return []
-    pinned = set(then.files) | set(then.matches) | set(then.absent) | set(then.unchanged)
+    pinned = set(then.files) | set(then.matches) | set(then.absent) | set(then.unchanged) | set(then.store)
     out = []
     for rel in sorted(set(before) | set(after)):
         now, was = after.get(rel), before.get(rel)

@@ -1,0 +1,44 @@
+"""The shared-store profile's two checks, as the expectation oracle calls them.
+
+An op's outcome by kind (``outcome_kind``) and the store by its normalised bytes
+(``store_norm``); kept here so that ``expect.py`` gains only two call lines.  Each check
+returns ``(where, expected, actual, detail)`` rows that ``expect.Failure`` is built from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..scenarios import Content, content_bytes
+from . import outcome_kind, store_norm
+
+Row = tuple[str, str, str, str]
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 400 else text[:400] + "…"
+
+
+def outcome_failures(where: str, impl: str, op: str, answer: outcome_kind.Reply, wanted: tuple[str, ...]) -> list[Row]:
+    """The answer's kind is not among ``wanted`` (nothing asked: no failure)."""
+    if not wanted:
+        return []
+    kind = outcome_kind.classify(impl, op, answer)
+    if outcome_kind.matches(kind, wanted):
+        return []
+    got = answer.result if answer.ok else answer.error
+    detail = f"outcome {kind}" + (" (a text no classifier table knows)" if kind == outcome_kind.UNKNOWN else "")
+    return [(where + " outcome", " or ".join(wanted), f"{kind}: {_show(got)}", detail)]
+
+
+def store_failures(store: dict[str, Content], after: dict[str, bytes]) -> list[Row]:
+    """Every store file that differs from ``store`` beyond the normalisation."""
+    out: list[Row] = []
+    for rel, content in store.items():
+        want = content_bytes(content)
+        got = store_norm.find(after, rel)
+        diffs = store_norm.differences(rel, want, got)
+        if diffs:
+            out.append((f"store {rel}", _show(want), "<absent>" if got is None else _show(got), "; ".join(diffs)[:600]))
+    return out

@@ -1,0 +1,522 @@
+"""Write the shared-store profile's scenarios (scenarios/conformance/shared-store/**).
+
+Run ``python tests/shared_store_corpus.py`` after changing a family; the JSON files are the
+corpus (committed), this script only spares writing ~170 of them by hand.  Every scenario
+works in the shared store ``home/.agents/memory/`` with shared mode switched on for every
+co-writer (openpi's ``agent/memory.jsonc`` and OpenCode's ``$XDG_CONFIG_HOME/opencode/
+memory.jsonc``), judges each op by its outcome kind and the store by its normalised bytes
+(docs/SHARED_STORE.md), and names the SS- clauses it covers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "scenarios" / "conformance" / "shared-store"
+D = "home/.agents/memory/"
+TS = "2026-08-07T01:02:50+00:00"  # the frozen clock (scenarios.DEFAULT_NOW) under TZ=UTC
+DAY = "2026-08-07"
+CFG = {
+    "agent/memory.jsonc": '{"shared_dir": true}\n',
+    "home/.config/opencode/memory.jsonc": '{"shared_dir": true}\n',
+}
+HEAD = "# Memory Index\n\n"
+BUSY_TIMES = {"max_seconds": 8}  # the time bounds themselves are issue 15's (real-time runs)
+EMPTIED = "# Memory Index\n"  # the index after its only entry (no final LF) is removed (S-FMT-5)
+
+SCENARIOS: list[dict[str, Any]] = []
+
+
+def fm(name: str, desc: str, body: str, created: str = TS, updated: str = TS, extra: str = "metadata:\n  node_type: memory\n") -> str:
+    """A topic file as every co-writer writes it (S-FMT-9, PEER-18)."""
+    return (f"---\n{extra}name: {json.dumps(name, ensure_ascii=False)}\n"
+            f"description: {json.dumps(desc, ensure_ascii=False)}\nlast_updated: {updated}\ncreated: {created}\n---\n{body}")
+
+
+def entry(name: str, file: str, summary: str, stamp: str = TS, pin: bool = False) -> str:
+    return f"- [{name}]({file}){' [pin]' if pin else ''} {stamp} -- {summary}"
+
+
+def add(sid: str, clauses: list[str], description: str, store: dict[str, str], steps: list[dict[str, Any]],
+        then: dict[str, str], *, present: tuple[str, ...] = (), clock: dict[str, str] | None = None,
+        extra_given: dict[str, str] | None = None, ignore: list[dict[str, str]] | None = None) -> None:
+    """One scenario; ``store``/``then`` are relative to the shared store."""
+    given = dict(CFG)
+    given.update({D + k: v for k, v in store.items()})
+    given.update(extra_given or {})
+    sc: dict[str, Any] = {
+        "id": f"shared-store/{sid}",
+        "clauses": clauses,
+        "profiles": ["shared-store"],
+        "description": description,
+    }
+    if clock:
+        sc["clock"] = clock
+    sc["given"] = {"files": given}
+    sc["steps"] = steps
+    t: dict[str, Any] = {"store": {D + k: v for k, v in then.items()}}
+    if present:
+        t["present"] = [D + p for p in present]
+    t["no_other_files"] = [D.rstrip("/")]
+    t["invariants"] = "all"
+    if ignore:
+        t["ignore"] = ignore
+    sc["then"] = t
+    SCENARIOS.append(sc)
+
+
+def op(name: str, outcome: str | list[str], **args: Any) -> dict[str, Any]:
+    return {"op": name, "args": args, "expect": {"outcome": outcome}}
+
+
+def write(topic: str, content: str, summary: str, outcome: str | list[str] = "ok", **kw: Any) -> dict[str, Any]:
+    return op("write_memory", outcome, topic=topic, content=content, summary=summary, **kw)
+
+
+# ---------------------------------------------------------------- foreign lines survive
+FOREIGN = {
+    "plain-entry": ("- [Other Tool](other-tool.md) 2026-08-01T10:00:00+00:00 -- written elsewhere", {"other-tool.md": "o\n"}),
+    "pinned-entry": ("- [Kept](kept.md) [pin] 2026-08-01T10:00:00+00:00 -- a pin", {"kept.md": "k\n"}),
+    "date-only-stamp": ("- [Dated](dated.md) 2026-08-02 -- date only", {"dated.md": "d\n"}),
+    "indented-entry": ("  - [Indented](indented.md) 2026-08-01 -- two spaces", {"indented.md": "i\n"}),
+    "heading": ("## Projects", {}),
+    "prose": ("Notes kept by hand: do not reorder.", {}),
+    "unsafe-dotfile-entry": ("- [Hidden](.hidden.md) 2026-08-01 -- not an entry", {}),
+    "unsafe-index-entry": ("- [Index](memory.md) 2026-08-01 -- not an entry", {}),
+    "html-comment": ("<!-- managed by two tools -->", {}),
+    "non-ascii-entry": ("- [Café ☕](cafe.md) 2026-08-01 -- überall", {"cafe.md": "c\n"}),
+    "no-summary-entry": ("- [Bare](bare.md) 2026-08-01", {"bare.md": "b\n"}),
+}
+ACTIONS = {
+    "write-new": (write("Fresh Topic", "fresh", "fresh summary"), "SS-WRITE-1",
+                  lambda idx: idx + "\n" + entry("Fresh Topic", "fresh-topic.md", "fresh summary"),
+                  {"fresh-topic.md": fm("Fresh Topic", "fresh summary", "\nfresh\n")}),
+    "update-own": (write("Mine", "second", "mine v2", mode="replace"), "SS-WRITE-1",
+                   lambda idx: idx.replace(entry("Mine", "mine.md", "mine v1", "2026-08-03T00:00:00+00:00"), entry("Mine", "mine.md", "mine v2")),
+                   {"mine.md": fm("Mine", "mine v2", "\nsecond\n", created="2026-08-03T00:00:00+00:00")}),
+    "pin-own": (op("pin_memory", "ok", topic="Mine", pin=True), "SS-PIN-1",
+                lambda idx: idx.replace("- [Mine](mine.md) ", "- [Mine](mine.md) [pin] "), {}),
+    "remove-own": (op("remove_memory", "ok", topic="Mine"), "SS-REMOVE-1",
+                   lambda idx: idx.replace(entry("Mine", "mine.md", "mine v1", "2026-08-03T00:00:00+00:00") + "\n", ""), {}),
+}
+MINE_FILE = fm("Mine", "mine v1", "\nfirst\n", created="2026-08-03T00:00:00+00:00", updated="2026-08-03T00:00:00+00:00")
+for fname, (line, files) in FOREIGN.items():
+    for aname, (step, clause, after, written) in ACTIONS.items():
+        idx = HEAD + line + "\n" + entry("Mine", "mine.md", "mine v1", "2026-08-03T00:00:00+00:00") + "\n"
+        store = {"MEMORY.md": idx, "mine.md": MINE_FILE, **files}
+        then = {"MEMORY.md": after(idx), "mine.md": MINE_FILE, **files, **written}
+        extra = {".ocl-removed": "mine.md\n"} if aname == "remove-own" else {}
+        add(f"foreign/{fname}-kept-by-{aname}", ["SS-IDX-2", "SS-IDX-3", clause, "S-FMT-5", "S-IDX-5"],
+            f"A line another tool wrote ({fname}) is kept, byte for byte and in place, by {aname}.",
+            store, [step], {**then, **extra})
+
+# ---------------------------------------------------------------- frontmatter and bodies
+FM_CASES = {
+    "custom-key-survives": "owner: ocl\n",
+    "metadata-block-survives": "metadata:\n  node_type: memory\n  origin: opencode\n",
+    "tags-list-survives": "tags:\n  - infra\n  - db\n",
+    "last-updated-by-survives": "last_updated_by: openclaude-memory\n",
+}
+for cname, extra in FM_CASES.items():
+    old = (f"---\n{extra}name: \"Conf\"\ndescription: \"old\"\nlast_updated: 2026-08-01T00:00:00+00:00\n"
+           "created: 2026-07-01T00:00:00+00:00\n---\n\nbody one\n")
+    new = (f"---\n{extra}name: \"Conf\"\ndescription: \"new\"\nlast_updated: {TS}\n"
+           "created: 2026-07-01T00:00:00+00:00\n---\n\nbody two\n")
+    idx = HEAD + entry("Conf", "conf.md", "old", "2026-08-01T00:00:00+00:00")
+    add(f"frontmatter/{cname}", ["SS-FMT-1", "S-WRITE-9", "PEER-18"],
+        "A replace-mode write keeps frontmatter lines it does not maintain, and `created`.",
+        {"MEMORY.md": idx, "conf.md": old}, [write("Conf", "body two", "new", mode="replace")],
+        {"MEMORY.md": HEAD + entry("Conf", "conf.md", "new"), "conf.md": new})
+
+for case, (name, summary) in {
+    "quote-in-name": ('Say "hi"', "quoted"),
+    "backslash-in-summary": ("Paths", "C:\\temp \\ x"),
+    "unicode-name": ("Zürich ☕", "ünïcode"),
+    "tab-in-summary": ("Tabs", "a\tb"),
+}.items():
+    from_slug = {"quote-in-name": "say-hi.md", "backslash-in-summary": "paths.md", "unicode-name": "zrich.md",
+                 "tab-in-summary": "tabs.md"}[case]
+    folded = " ".join(summary.split())
+    add(f"frontmatter/json-quoted-{case}", ["SS-FMT-1", "SS-NAME-2", "S-FMT-9", "S-FMT-18", "PEER-18"],
+        "name and description are JSON string literals; the index line carries the folded summary.",
+        {"MEMORY.md": HEAD}, [write(name, "x", summary)],
+        {"MEMORY.md": HEAD + "\n" + entry(name, from_slug, folded), from_slug: fm(name, folded, "\nx\n")})
+
+add("frontmatter/created-kept-on-append", ["SS-FMT-1", "SS-FMT-2", "S-WRITE-9", "S-WRITE-10"],
+    "An append keeps `created` and the old body; the new content follows a heading (its rendering is free).",
+    {"MEMORY.md": HEAD + entry("Log", "log.md", "v1", "2026-08-01T00:00:00+00:00"),
+     "log.md": fm("Log", "v1", "\nfirst\n", created="2026-08-01T00:00:00+00:00", updated="2026-08-01T00:00:00+00:00")},
+    [write("Log", "second", "v2")],
+    {"MEMORY.md": HEAD + entry("Log", "log.md", "v2"),
+     "log.md": fm("Log", "v2", f"\nfirst\n\n## {DAY}\n\nsecond\n", created="2026-08-01T00:00:00+00:00")})
+add("frontmatter/replace-discards-old-body", ["SS-FMT-2", "S-WRITE-10"],
+    "A replace-mode write leaves exactly the new content as the body.",
+    {"MEMORY.md": HEAD + entry("State", "state.md", "v1", "2026-08-01T00:00:00+00:00"),
+     "state.md": fm("State", "v1", "\nold state\n\n## 2026-08-01\n\nmore\n", created="2026-08-01T00:00:00+00:00",
+                    updated="2026-08-01T00:00:00+00:00")},
+    [write("State", "new state", "v2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("State", "state.md", "v2"),
+     "state.md": fm("State", "v2", "\nnew state\n", created="2026-08-01T00:00:00+00:00")})
+add("frontmatter/file-without-frontmatter-gets-one", ["SS-FMT-1", "S-WRITE-9", "S-FMT-9"],
+    "A hand-written topic without frontmatter gets the default block; its text stays as the old body.",
+    {"MEMORY.md": HEAD + entry("Hand", "hand.md", "v1", "2026-08-01T00:00:00+00:00"), "hand.md": "written by hand\n"},
+    [write("Hand", "tool text", "v2")],
+    {"MEMORY.md": HEAD + entry("Hand", "hand.md", "v2"), "hand.md": fm("Hand", "v2", f"written by hand\n\n## {DAY}\n\ntool text\n")})
+for n in range(1, 4):
+    body = "".join(f"\nline{i}\n" if i == 1 else f"\n## {DAY}\n\nline{i}\n" for i in range(1, n + 2))
+    add(f"frontmatter/append-{n + 1}-times-one-created", ["SS-FMT-1", "SS-FMT-2", "S-WRITE-9", "S-INV-2"],
+        "Repeated appends keep one `created` line and every earlier body part.",
+        {"MEMORY.md": HEAD}, [write("Journal", f"line{i}", f"s{i}") for i in range(1, n + 2)],
+        {"MEMORY.md": HEAD + "\n" + entry("Journal", "journal.md", f"s{n + 1}"),
+         "journal.md": fm("Journal", f"s{n + 1}", body)})
+
+# ---------------------------------------------------------------- first writes and names
+for topic, slug in {
+    "PostgreSQL Setup": "postgresql-setup", "Node.js & npm!": "nodejs-npm", "  spaced   out  ": "spaced-out",
+    "UPPER lower": "upper-lower", "v2 release 10": "v2-release-10", "a-b--c": "a-b-c",
+}.items():
+    name = topic.strip()
+    add(f"names/slug-{slug}", ["SS-LAYOUT-1", "SS-NAME-1", "SS-NAME-2", "SS-WRITE-1", "S-FMT-8", "S-FMT-5", "PEER-18"],
+        "A first write into a fresh store: the slug filename, the canonical entry, the topic file.",
+        {"MEMORY.md": HEAD}, [write(topic, "c", "s")],
+        {"MEMORY.md": HEAD + "\n" + entry(name, f"{slug}.md", "s"), f"{slug}.md": fm(name, "s", "\nc\n")})
+
+add("names/indexed-filename-not-taken-over", ["SS-NAME-2", "S-WRITE-7", "PEER-18"],
+    "A slug whose filename another topic holds in the index gets the `-2` suffix.",
+    {"MEMORY.md": HEAD + entry("Slug Collision!", "slug-collision.md", "first", "2026-08-01T00:00:00+00:00"),
+     "slug-collision.md": fm("Slug Collision!", "first", "\none\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00")},
+    [write("Slug Collision", "two", "second")],
+    {"MEMORY.md": HEAD + entry("Slug Collision!", "slug-collision.md", "first", "2026-08-01T00:00:00+00:00") + "\n"
+     + entry("Slug Collision", "slug-collision-2.md", "second"),
+     "slug-collision.md": fm("Slug Collision!", "first", "\none\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00"),
+     "slug-collision-2.md": fm("Slug Collision", "second", "\ntwo\n")})
+add("names/third-collision-gets-3", ["SS-NAME-2", "S-WRITE-7", "PEER-18"],
+    "With `x.md` and `x-2.md` indexed for other names, the next colliding topic gets `x-3.md`.",
+    {"MEMORY.md": HEAD + entry("X!", "x.md", "a", "2026-08-01") + "\n" + entry("X?", "x-2.md", "b", "2026-08-01"),
+     "x.md": "a\n", "x-2.md": "b\n"},
+    [write("X", "c", "c")],
+    {"MEMORY.md": HEAD + entry("X!", "x.md", "a", "2026-08-01") + "\n" + entry("X?", "x-2.md", "b", "2026-08-01") + "\n"
+     + entry("X", "x-3.md", "c"), "x.md": "a\n", "x-2.md": "b\n", "x-3.md": fm("X", "c", "\nc\n")})
+add("names/unindexed-foreign-file-not-overwritten", ["SS-NAME-2", "SS-FMT-3", "S-WRITE-7", "PEER-12"],
+    "An unindexed file of the slug's name whose frontmatter names another topic is left alone; `-2` is used.",
+    {"MEMORY.md": HEAD, "notes.md": "---\nname: \"Other Notes\"\n---\nforeign\n"},
+    [write("Notes", "mine", "m")],
+    {"MEMORY.md": HEAD + "\n" + entry("Notes", "notes-2.md", "m"), "notes.md": "---\nname: \"Other Notes\"\n---\nforeign\n",
+     "notes-2.md": fm("Notes", "m", "\nmine\n")})
+add("names/case-insensitive-name-match-updates", ["SS-WRITE-1", "S-WRITE-6", "PEER-12"],
+    "A write whose topic matches an entry's name case-insensitively updates that entry's file.",
+    {"MEMORY.md": HEAD + entry("Redis Commands", "redis-cmds.md", "v1", "2026-08-01T00:00:00+00:00"),
+     "redis-cmds.md": fm("Redis Commands", "v1", "\na\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00")},
+    [write("redis commands", "b", "v2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("redis commands", "redis-cmds.md", "v2"),
+     "redis-cmds.md": fm("redis commands", "v2", "\nb\n", created="2026-08-01T00:00:00+00:00")})
+
+# ---------------------------------------------------------------- refusals: nothing written
+for case, topic in {"empty": "", "blank": "   ", "no-ascii-alnum": "你好", "only-punctuation": "!!!",
+                    "memory-index-name": "MEMORY", "memory-lowercase": "memory"}.items():
+    add(f"refusals/write-{case}-topic", ["SS-WRITE-2", "S-WRITE-2", "PEER-12"],
+        "A topic no safe filename can be made from is refused and nothing is written.",
+        {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"},
+        [write(topic, "x", "s", "refused")],
+        {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"})
+for case, topic in {"close-bracket": "Bad]Topic", "open-paren": "Bad(Topic", "newline": "Bad\nTopic"}.items():
+    add(f"refusals/write-{case}-never-breaks-the-index", ["SS-WRITE-2", "SS-IDX-5", "S-WRITE-2", "PEER-10"],
+        "A topic with link characters is refused, or (PEER-10) sanitised: either way the index stays parseable.",
+        {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"},
+        [write(topic, "x", "s", ["refused", "ok"])],
+        {"a.md": "a\n"}, ignore=[{"path": D + "*.md", "reason": "PEER-10: a sanitised topic's new file is allowed"}])
+    t = SCENARIOS[-1]["then"]
+    del t["no_other_files"]
+    # the old bytes, then at most one well-formed entry whose name has no link character
+    t["matches"] = {D + "MEMORY.md": r"# Memory Index\n\n- \[A\]\(a\.md\) 2026-08-01 -- a"
+                    r"(\n- \[[^\[\]()\n\r]+\]\([a-z0-9-]+\.md\) [0-9T:+-]+ -- s)?"}
+for case, (idx_extra, topic, kind) in {
+    "remove-not-found": ("", "Nothing Like It", "not-found"),
+    "pin-not-found": ("", "Nothing Like It", "not-found"),
+    "remove-ambiguous": ("\n" + entry("Zeta Two", "zeta-two.md", "z2", "2026-08-01"), "Zeta", "refused"),
+    "pin-ambiguous": ("\n" + entry("Zeta Two", "zeta-two.md", "z2", "2026-08-01"), "Zeta", "refused"),
+    "remove-pinned": ("\n" + entry("Locked", "locked.md", "l", "2026-08-01", pin=True), "Locked", "refused"),
+}.items():
+    idx = HEAD + entry("Zeta One", "zeta-one.md", "z1", "2026-08-01") + idx_extra
+    files = {"zeta-one.md": "1\n", "zeta-two.md": "2\n", "locked.md": "l\n"}
+    step = op("remove_memory" if case.startswith("remove") else "pin_memory", kind, topic=topic,
+              **({} if case.startswith("remove") else {"pin": True}))
+    add(f"refusals/{case}-changes-nothing", ["SS-REMOVE-3" if "pinned" not in case else "SS-REMOVE-2", "S-REMOVE-2", "S-IDX-8", "PEER-13"],
+        "A lookup that finds nothing, several entries, or a pinned one changes no file.",
+        {"MEMORY.md": idx, **files}, [step], {"MEMORY.md": idx, **files})
+for opname in ("remove_memory", "pin_memory"):
+    args: dict[str, Any] = {"topic": "A"} if opname == "remove_memory" else {"topic": "A", "pin": True}
+    add(f"refusals/{opname.split('_')[0]}-without-index-not-found", ["SS-REMOVE-4", "S-REMOVE-1", "PEER-13", "PEER-18"],
+        "Without an index, remove and pin answer not-found and create no index.",
+        {"a.md": "a\n"}, [op(opname, "not-found", **args)], {"a.md": "a\n"})
+add("refusals/exact-name-wins-over-partial", ["SS-REMOVE-3", "S-IDX-8", "PEER-13"],
+    "An exact name is chosen even when it is also a substring of other names.",
+    {"MEMORY.md": HEAD + entry("Zeta", "zeta.md", "z", "2026-08-01") + "\n" + entry("Zeta Two", "zeta-two.md", "z2", "2026-08-01"),
+     "zeta.md": "z\n", "zeta-two.md": "2\n"},
+    [op("remove_memory", "ok", topic="Zeta")],
+    {"MEMORY.md": HEAD + entry("Zeta Two", "zeta-two.md", "z2", "2026-08-01"), "zeta.md": "z\n", "zeta-two.md": "2\n",
+     ".ocl-removed": "zeta.md\n"})
+
+# ---------------------------------------------------------------- pins
+PIN_BASE = HEAD + entry("Redis Commands", "redis-commands.md", "cmds", "2026-08-01T00:00:00+00:00")
+for case, (start_pin, pin, kind) in {"pin": (False, True, "ok"), "unpin": (True, False, "ok"),
+                                     "pin-already-pinned": (True, True, "ok"), "unpin-already-unpinned": (False, False, "ok")}.items():
+    before = HEAD + entry("Redis Commands", "redis-commands.md", "cmds", "2026-08-01T00:00:00+00:00", pin=start_pin)
+    after = HEAD + entry("Redis Commands", "redis-commands.md", "cmds", "2026-08-01T00:00:00+00:00", pin=pin)
+    for how, topic in {"by-name": "Redis Commands", "by-filename": "redis-commands.md", "by-part": "redis"}.items():
+        add(f"pins/{case}-{how}", ["SS-PIN-1", "SS-PIN-2", "S-PIN-2", "S-PIN-3", "PEER-14"],
+            "pin_memory sets or clears the flag right after the link, and touches no topic file.",
+            {"MEMORY.md": before, "redis-commands.md": "r\n"}, [op("pin_memory", kind, topic=topic, pin=pin)],
+            {"MEMORY.md": after, "redis-commands.md": "r\n"})
+add("pins/write-keeps-pin", ["SS-IDX-4", "S-WRITE-15", "S-IDX-3", "PEER-11"],
+    "A write to a pinned topic without `pin` keeps the pin (a write never unpins).",
+    {"MEMORY.md": HEAD + entry("Kept", "kept.md", "v1", "2026-08-01T00:00:00+00:00", pin=True),
+     "kept.md": fm("Kept", "v1", "\na\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00")},
+    [write("Kept", "b", "v2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("Kept", "kept.md", "v2", pin=True), "kept.md": fm("Kept", "v2", "\nb\n", created="2026-08-01T00:00:00+00:00")})
+add("pins/write-with-pin-pins", ["SS-IDX-4", "S-WRITE-15"],
+    "A write with `pin: true` pins the new entry.", {"MEMORY.md": HEAD}, [write("Pinned New", "p", "s", pin=True)],
+    {"MEMORY.md": HEAD + "\n" + entry("Pinned New", "pinned-new.md", "s", pin=True), "pinned-new.md": fm("Pinned New", "s", "\np\n")})
+add("pins/pin-then-remove-refused-then-unpin-remove", ["SS-PIN-1", "SS-REMOVE-2", "SS-TOMB-1", "PEER-13", "PEER-14"],
+    "A pinned entry resists removal until it is unpinned; the file stays and is tombstoned.",
+    {"MEMORY.md": PIN_BASE, "redis-commands.md": "r\n"},
+    [op("pin_memory", "ok", topic="Redis", pin=True), op("remove_memory", "refused", topic="Redis"),
+     op("pin_memory", "ok", topic="Redis", pin=False), op("remove_memory", "ok", topic="Redis")],
+    {"MEMORY.md": EMPTIED, "redis-commands.md": "r\n", ".ocl-removed": "redis-commands.md\n"})
+add("pins/foreign-pinned-duplicate-keeps-one-pinned-line", ["SS-IDX-4", "SS-IDX-5", "S-IDX-4", "PEER-11"],
+    "Two lines for one file, the newer pinned: maintenance keeps one line, and it is pinned.",
+    {"MEMORY.md": HEAD + entry("Dup", "dup.md", "older", "2026-08-01") + "\n" + entry("Dup", "dup.md", "newer", "2026-08-02", pin=True)
+     + "\n" + entry("Other", "other.md", "o", "2026-08-01"), "dup.md": "d\n", "other.md": "o\n"},
+    [op("pin_memory", "ok", topic="Other", pin=True)],
+    {"MEMORY.md": HEAD + entry("Dup", "dup.md", "newer", "2026-08-02", pin=True) + "\n" + entry("Other", "other.md", "o", "2026-08-01", pin=True),
+     "dup.md": "d\n", "other.md": "o\n"})
+
+# ---------------------------------------------------------------- removal and tombstones
+for case, (listed, after) in {
+    "creates-list": (None, "gone.md\n"),
+    "appends-to-list": ("a.md\nb.md\n", "a.md\nb.md\ngone.md\n"),
+    "keeps-existing-name-once": ("gone.md\n", "gone.md\n"),
+}.items():
+    store = {"MEMORY.md": HEAD + entry("Gone", "gone.md", "g", "2026-08-01") + "\n" + entry("Stay", "stay.md", "s", "2026-08-01"),
+             "gone.md": "g\n", "stay.md": "s\n"}
+    if listed is not None:
+        store[".ocl-removed"] = listed
+    add(f"tombstones/remove-{case}", ["SS-TOMB-1", "SS-TOMB-3", "SS-REMOVE-1", "S-REMOVE-4", "S-TOMB-3", "S-FMT-14", "PEER-6"],
+        "A removal drops the entry, keeps the file, and records the filename in `.ocl-removed`.",
+        store, [op("remove_memory", "ok", topic="Gone")],
+        {"MEMORY.md": HEAD + entry("Stay", "stay.md", "s", "2026-08-01"), "gone.md": "g\n", "stay.md": "s\n", ".ocl-removed": after})
+for case, (listed, after) in {"only-name": ("back.md\n", ""), "first-of-two": ("back.md\nz.md\n", "z.md\n"),
+                              "last-of-two": ("z.md\nback.md\n", "z.md\n")}.items():
+    add(f"tombstones/write-clears-{case}", ["SS-TOMB-2", "S-WRITE-12", "S-TOMB-4", "S-INV-7", "PEER-6"],
+        "Writing a tombstoned topic again clears its name from the removal list (an empty list stays as a file).",
+        {"MEMORY.md": HEAD, "back.md": fm("Back", "old", "\nold\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00"),
+         ".ocl-removed": listed},
+        [write("Back", "new", "again", mode="replace")],
+        {"MEMORY.md": HEAD + "\n" + entry("Back", "back.md", "again"), ".ocl-removed": after,
+         "back.md": fm("Back", "again", "\nnew\n", created="2026-08-01T00:00:00+00:00")})
+add("tombstones/write-other-topic-keeps-list", ["SS-TOMB-2", "SS-TOMB-3", "S-TOMB-4"],
+    "Writing an unrelated topic leaves the removal list byte-identical.",
+    {"MEMORY.md": HEAD, ".ocl-removed": "old.md\n", "old.md": "o\n"}, [write("New", "n", "s")],
+    {"MEMORY.md": HEAD + "\n" + entry("New", "new.md", "s"), ".ocl-removed": "old.md\n", "old.md": "o\n", "new.md": fm("New", "s", "\nn\n")})
+add("tombstones/pin-never-touches-list", ["SS-PIN-2", "S-PIN-5"],
+    "pin_memory leaves `.ocl-removed` and the topic files alone.",
+    {"MEMORY.md": PIN_BASE, "redis-commands.md": "r\n", ".ocl-removed": "x.md\n"}, [op("pin_memory", "ok", topic="Redis", pin=True)],
+    {"MEMORY.md": HEAD + entry("Redis Commands", "redis-commands.md", "cmds", "2026-08-01T00:00:00+00:00", pin=True),
+     "redis-commands.md": "r\n", ".ocl-removed": "x.md\n"})
+add("tombstones/refused-remove-records-nothing", ["SS-TOMB-1", "SS-REMOVE-2", "S-REMOVE-3"],
+    "A refused removal (pinned) records no tombstone.",
+    {"MEMORY.md": HEAD + entry("P", "p.md", "p", "2026-08-01", pin=True), "p.md": "p\n"}, [op("remove_memory", "refused", topic="P")],
+    {"MEMORY.md": HEAD + entry("P", "p.md", "p", "2026-08-01", pin=True), "p.md": "p\n"})
+add("tombstones/remove-write-remove-cycle", ["SS-TOMB-1", "SS-TOMB-2", "S-INV-7"],
+    "remove → write → remove leaves the name listed once, the entry gone, the file kept.",
+    {"MEMORY.md": HEAD + entry("Cycle", "cycle.md", "c", "2026-08-01"),
+     "cycle.md": fm("Cycle", "c", "\nc\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00")},
+    [op("remove_memory", "ok", topic="Cycle"), write("Cycle", "c2", "c2", mode="replace"), op("remove_memory", "ok", topic="Cycle")],
+    {"MEMORY.md": EMPTIED, ".ocl-removed": "cycle.md\n",
+     "cycle.md": fm("Cycle", "c2", "\nc2\n", created="2026-08-01T00:00:00+00:00")})
+for n in (2, 3, 4):
+    names = [f"t{i}" for i in range(1, n + 1)]
+    idx = HEAD + "\n".join(entry(t.upper(), f"{t}.md", t, "2026-08-01") for t in names)
+    add(f"tombstones/remove-{n}-in-order", ["SS-TOMB-1", "SS-TOMB-3", "S-TOMB-3", "S-FMT-14"],
+        "Successive removals list the filenames in removal order, one per line, with a final LF.",
+        {"MEMORY.md": idx, **{f"{t}.md": t + "\n" for t in names}},
+        [op("remove_memory", "ok", topic=t.upper()) for t in reversed(names)],
+        {"MEMORY.md": HEAD.rstrip("\n") + "\n", **{f"{t}.md": t + "\n" for t in names},
+         ".ocl-removed": "".join(f"{t}.md\n" for t in reversed(names))})
+
+# ---------------------------------------------------------------- maintenance: orphans, duplicates, stale
+add("maintenance/orphan-entry-dropped", ["SS-IDX-5", "S-IDX-4", "S-IDX-5", "S-INV-2"],
+    "An entry whose file is missing is dropped by the next mutation; other lines stay.",
+    {"MEMORY.md": HEAD + entry("Gone", "gone.md", "g", "2026-08-01") + "\n" + entry("Here", "here.md", "h", "2026-08-01"), "here.md": "h\n"},
+    [op("pin_memory", "ok", topic="Here", pin=True)],
+    {"MEMORY.md": HEAD + entry("Here", "here.md", "h", "2026-08-01", pin=True), "here.md": "h\n"})
+add("maintenance/older-duplicate-dropped", ["SS-IDX-5", "S-IDX-4"],
+    "Of two lines for one file the one with the later stamp survives.",
+    {"MEMORY.md": HEAD + entry("Dup v1", "dup.md", "older", "2025-01-01") + "\n" + entry("Dup v2", "dup.md", "newer", "2026-08-01")
+     + "\n" + entry("O", "o.md", "o", "2026-08-01"), "dup.md": "d\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + entry("Dup v2", "dup.md", "newer", "2026-08-01") + "\n" + entry("O", "o.md", "o", "2026-08-01", pin=True),
+     "dup.md": "d\n", "o.md": "o\n"})
+add("maintenance/old-entry-flagged-stale", ["SS-IDX-6", "S-IDX-6", "PEER-11"],
+    "An unpinned entry older than 180 days is flagged `[stale?]` by the next mutation (flag position free).",
+    {"MEMORY.md": HEAD + entry("Old", "old.md", "aged", "2020-01-01") + "\n" + entry("O", "o.md", "o", "2026-08-01"), "old.md": "x\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + "- [Old](old.md) 2020-01-01 [stale?] -- aged\n" + entry("O", "o.md", "o", "2026-08-01", pin=True),
+     "old.md": "x\n", "o.md": "o\n"})
+add("maintenance/fresh-entry-loses-stale-flag", ["SS-IDX-6", "S-IDX-6", "PEER-11"],
+    "A recent entry carrying `[stale?]` loses it at the next mutation.",
+    {"MEMORY.md": HEAD + "- [Young](young.md) 2026-08-01 [stale?] -- fresh\n" + entry("O", "o.md", "o", "2026-08-01"),
+     "young.md": "y\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + entry("Young", "young.md", "fresh", "2026-08-01") + "\n" + entry("O", "o.md", "o", "2026-08-01", pin=True),
+     "young.md": "y\n", "o.md": "o\n"})
+add("maintenance/pinned-old-entry-not-flagged", ["SS-IDX-6", "SS-IDX-4", "S-IDX-6"],
+    "A pinned entry is never newly flagged stale, however old.",
+    {"MEMORY.md": HEAD + entry("Keep", "keep.md", "old pin", "2020-01-01", pin=True) + "\n" + entry("O", "o.md", "o", "2026-08-01"),
+     "keep.md": "k\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + entry("Keep", "keep.md", "old pin", "2020-01-01", pin=True) + "\n" + entry("O", "o.md", "o", "2026-08-01", pin=True),
+     "keep.md": "k\n", "o.md": "o\n"})
+add("maintenance/pinned-stale-entry-keeps-both-flags", ["SS-IDX-6", "SS-IDX-4", "S-IDX-6", "PEER-11"],
+    "A pinned entry that already carries `[stale?]` keeps both flags (S-IDX-6: pinned REST unchanged).",
+    {"MEMORY.md": HEAD + "- [Keep](keep.md) [pin] 2020-01-01 [stale?] -- both\n" + entry("O", "o.md", "o", "2026-08-01"),
+     "keep.md": "k\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + "- [Keep](keep.md) [pin] 2020-01-01 [stale?] -- both\n" + entry("O", "o.md", "o", "2026-08-01", pin=True),
+     "keep.md": "k\n", "o.md": "o\n"})
+add("maintenance/unsafe-entry-like-line-kept", ["SS-NAME-1", "SS-IDX-2", "S-IDX-1"],
+    "An entry-like line naming an unsafe file is ordinary text: kept verbatim, never opened.",
+    {"MEMORY.md": HEAD + "- [Up](../up.md) 2026-08-01 -- escape\n" + entry("O", "o.md", "o", "2026-08-01"), "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)],
+    {"MEMORY.md": HEAD + "- [Up](../up.md) 2026-08-01 -- escape\n" + entry("O", "o.md", "o", "2026-08-01", pin=True), "o.md": "o\n"})
+
+# ---------------------------------------------------------------- locks
+LOCK_IDX = HEAD + entry("A", "a.md", "a", "2026-08-01")
+for opname, args in {"write": ("write_memory", {"topic": "A", "content": "x", "summary": "s", "mode": "replace"}),
+                     "remove": ("remove_memory", {"topic": "A"}), "pin": ("pin_memory", {"topic": "A", "pin": True})}.items():
+    name, a = args
+    for case, lock in {"live-owner": {"pid": "self"}, "dead-owner-young": {"pid": "dead", "age_seconds": 2},
+                       "garbage-young": {"content": "not a token", "age_seconds": 5}}.items():
+        add(f"locks/{opname}-busy-{case}", ["SS-LOCK-2", "SS-LOCK-3", "SS-LOCK-5", "S-LOCK-7", "S-LOCK-8", "PEER-2", "PEER-18"],
+            "A lock that is not stale makes the op answer busy within the shared window and change nothing.",
+            {"MEMORY.md": LOCK_IDX, "a.md": "a\n"},
+            [{"op": "plant_lock", "args": {"dir": D.rstrip("/"), **lock}},
+             {"op": name, "args": a, "expect": {"outcome": "busy", **BUSY_TIMES}}],
+            {"MEMORY.md": LOCK_IDX, "a.md": "a\n"}, present=(".lock",), clock={"mode": "offset"})
+        del SCENARIOS[-1]["then"]["invariants"]  # the planted lock stays: it is not the op's
+    for case, lock in {"dead-owner-old": {"pid": "dead", "age_seconds": 30},
+                       "garbage-very-old": {"content": "not a token", "age_seconds": 90}}.items():
+        after = {"write": (HEAD + entry("A", "a.md", "s", "${TS}"), {"a.md": fm("A", "s", "\nx\n", "${TS}", "${TS}")}),
+                 "remove": (EMPTIED, {".ocl-removed": "a.md\n"}),
+                 "pin": (HEAD + entry("A", "a.md", "a", "2026-08-01", pin=True), {})}[opname]
+        files = {"a.md": "a\n", **after[1]}
+        add(f"locks/{opname}-reclaims-{case}", ["SS-LOCK-3", "SS-LOCK-4", "S-LOCK-2", "S-LOCK-3", "PEER-3"],
+            "A stale lock (dead owner past 10 s, or unreadable past 60 s) is reclaimed, the op succeeds, no lock stays.",
+            {"MEMORY.md": LOCK_IDX, "a.md": "a\n"},
+            [{"op": "plant_lock", "args": {"dir": D.rstrip("/"), **lock}}, op(name, "ok", **a)],
+            {"MEMORY.md": after[0], **files}, clock={"mode": "offset"})
+add("locks/token-shape-of-a-held-lock", ["SS-LOCK-1", "S-FMT-13", "PEER-3"],
+    "The lock file left by a co-writer names its pid first (`pid\\tms\\trand`); a foreign lock is left as it was.",
+    {"MEMORY.md": LOCK_IDX, "a.md": "a\n"},
+    [{"op": "plant_lock", "args": {"dir": D.rstrip("/"), "content": "999999999\t1786064570000\tforeign", "age_seconds": 1}},
+     {"op": "write_memory", "args": {"topic": "B", "content": "b", "summary": "b"}, "expect": {"outcome": "busy", **BUSY_TIMES}}],
+    {"MEMORY.md": LOCK_IDX, "a.md": "a\n", ".lock": "999999999\t1786064570000\tforeign"}, clock={"mode": "offset"})
+del SCENARIOS[-1]["then"]["invariants"]
+for opname, step in {"write": write("N", "n", "n"), "remove": op("remove_memory", "ok", topic="A"),
+                     "pin": op("pin_memory", "ok", topic="A", pin=True)}.items():
+    after = {"write": (LOCK_IDX + "\n" + entry("N", "n.md", "n"), {"n.md": fm("N", "n", "\nn\n")}),
+             "remove": (EMPTIED, {".ocl-removed": "a.md\n"}),
+             "pin": (HEAD + entry("A", "a.md", "a", "2026-08-01", pin=True), {})}[opname]
+    add(f"locks/{opname}-releases-its-lock", ["SS-LOCK-4", "SS-IO-1", "S-LOCK-5", "S-INV-2"],
+        "After a successful op its lock is gone and no temporary remains.",
+        {"MEMORY.md": LOCK_IDX, "a.md": "a\n"}, [step], {"MEMORY.md": after[0], "a.md": "a\n", **after[1]})
+
+# ---------------------------------------------------------------- unsafe store files
+add("io/symlinked-index-refused", ["SS-IO-2", "S-IO-2", "S-WRITE-5", "PEER-4"],
+    "A symlinked index is refused (an error) and neither the link nor its target changes.",
+    {"real.txt": HEAD}, [write("T", "t", "t", "error")], {"real.txt": HEAD},
+    present=("MEMORY.md",))
+SCENARIOS[-1]["given"]["symlinks"] = {D + "MEMORY.md": "real.txt"}
+add("io/index-directory-refused", ["SS-IO-2", "S-IO-2", "S-WRITE-5"],
+    "An index that is a directory makes a write fail without writing a topic.",
+    {"MEMORY.md/keep": "k\n"}, [write("T", "t", "t", "error")], {"MEMORY.md/keep": "k\n"}, present=("MEMORY.md",))
+add("io/topic-directory-not-written-into", ["SS-IO-2", "S-WRITE-8", "PEER-12"],
+    "A topic filename taken by a directory is never written into: refused, or (PEER-12) another name.",
+    {"MEMORY.md": HEAD, "dir.md/x": "x\n"}, [write("Dir", "d", "d", ["refused", "ok"])], {"dir.md/x": "x\n"},
+    present=("dir.md",), ignore=[{"path": D + "*", "reason": "refusing or choosing another name are both safe; the store check is dir.md's content"}])
+del SCENARIOS[-1]["then"]["no_other_files"]
+for target in ("MEMORY.md", "a.md", ".ocl-removed"):
+    add(f"io/mode-0600-{target.strip('.').replace('.', '-').lower()}", ["SS-IO-1", "S-IO-6", "PEER-18"],
+        "Every file a co-writer writes atomically ends with mode 0600.",
+        {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"},
+        [write("A", "b", "b", mode="replace"), op("remove_memory", "ok", topic="A")],
+        {"MEMORY.md": EMPTIED, ".ocl-removed": "a.md\n", "a.md": fm("A", "b", "\nb\n")})
+    SCENARIOS[-1]["then"]["modes"] = {D + target: "0600"}
+add("io/dangling-symlink-index-rolled-back", ["SS-IO-2", "SS-WRITE-3", "S-WRITE-5", "S-WRITE-13", "PEER-18"],
+    "A dangling-symlink index fails the write; the new topic is rolled back (no topic file remains).",
+    {}, [write("T", "t", "t", "error")], {}, present=("MEMORY.md",))
+SCENARIOS[-1]["given"]["symlinks"] = {D + "MEMORY.md": "nowhere.md"}
+
+# ---------------------------------------------------------------- repair (an optional op)
+add("repair/untombstoned-orphan-reindexed-tombstoned-skipped", ["SS-TOMB-4", "PEER-16", "S-TOMB-5"],
+    "repair_memory (a tool that offers it) indexes an unindexed safe file but never a tombstoned one.",
+    {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n",
+     "lost.md": "---\nname: \"Lost\"\ndescription: \"found again\"\n---\nx\n", "gone.md": "g\n", ".ocl-removed": "gone.md\n"},
+    [op("repair_memory", "ok")],
+    {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01") + "\n- [Lost](lost.md) ${TS} [stale?] -- found again\n",
+     "a.md": "a\n", "lost.md": "---\nname: \"Lost\"\ndescription: \"found again\"\n---\nx\n", "gone.md": "g\n", ".ocl-removed": "gone.md\n"})
+add("repair/consistent-index-unchanged", ["SS-TOMB-4", "PEER-16"],
+    "repair_memory on a consistent index changes nothing.",
+    {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"}, [op("repair_memory", "ok")],
+    {"MEMORY.md": HEAD + entry("A", "a.md", "a", "2026-08-01"), "a.md": "a\n"})
+
+# ---------------------------------------------------------------- sequences within one tool
+add("sequences/write-pin-append-keeps-pin", ["SS-IDX-4", "SS-WRITE-1", "S-WRITE-15"],
+    "write → pin → append: one entry, still pinned, both body parts kept.",
+    {"MEMORY.md": HEAD}, [write("Seq", "one", "s1"), op("pin_memory", "ok", topic="Seq", pin=True), write("Seq", "two", "s2")],
+    {"MEMORY.md": HEAD + "\n" + entry("Seq", "seq.md", "s2", pin=True), "seq.md": fm("Seq", "s2", f"\none\n\n## {DAY}\n\ntwo\n")})
+add("sequences/two-topics-one-entry-each", ["SS-IDX-5", "SS-WRITE-1", "S-INV-2"],
+    "Two topics written twice each: exactly one entry per filename, in first-write order.",
+    {"MEMORY.md": HEAD}, [write("One", "a", "1"), write("Two", "b", "2"), write("One", "c", "1b", mode="replace"),
+                          write("Two", "d", "2b", mode="replace")],
+    {"MEMORY.md": HEAD + "\n" + entry("One", "one.md", "1b") + "\n" + entry("Two", "two.md", "2b"),
+     "one.md": fm("One", "1b", "\nc\n"), "two.md": fm("Two", "2b", "\nd\n")})
+add("sequences/remove-then-rewrite-reindexes", ["SS-TOMB-2", "SS-REMOVE-1", "SS-WRITE-1"],
+    "remove then write the same topic: a fresh entry, the tombstone cleared, the file updated in place.",
+    {"MEMORY.md": HEAD + entry("Back", "back.md", "v1", "2026-08-01"),
+     "back.md": fm("Back", "v1", "\nold\n", "2026-08-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00")},
+    [op("remove_memory", "ok", topic="Back"), write("Back", "new", "v2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("Back", "back.md", "v2"), ".ocl-removed": "",
+     "back.md": fm("Back", "v2", "\nnew\n", created="2026-08-01T00:00:00+00:00")})
+add("sequences/summary-folded-to-one-line", ["SS-IDX-1", "S-WRITE-2", "PEER-10"],
+    "A multi-line summary becomes one index line (no forged entry).",
+    {"MEMORY.md": HEAD}, [write("Fold", "x", "first line\nsecond line\n  third")],
+    {"MEMORY.md": HEAD + "\n" + entry("Fold", "fold.md", "first line second line third"),
+     "fold.md": fm("Fold", "first line second line third", "\nx\n")})
+add("sequences/long-summary-capped-500", ["SS-IDX-1", "S-WRITE-2"],
+    "A summary is cut to 500 code units in the index and the frontmatter.",
+    {"MEMORY.md": HEAD}, [write("Long", "x", "a" * 600)],
+    {"MEMORY.md": HEAD + "\n" + entry("Long", "long.md", "a" * 500), "long.md": fm("Long", "a" * 500, "\nx\n")})
+
+
+def main() -> int:
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    ids = set()
+    for sc in SCENARIOS:
+        assert sc["id"] not in ids, sc["id"]
+        ids.add(sc["id"])
+        path = OUT / (sc["id"].removeprefix("shared-store/") + ".json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(sc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(SCENARIOS)} shared-store scenarios under {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
