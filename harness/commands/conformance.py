@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import deviations, report, selection
+from .. import deviations, profiles, report, selection
 from ..differential import run_differential
 from ..envelope import ImplInfo
 from ..oracles.expect import Failure
@@ -21,7 +21,7 @@ from ..oracles.findings import VIOLATION, Finding
 from ..peers import PeerSpec, preflight
 from ..progress import progress
 from ..runner import Outcome, run_all
-from ..scenarios import Scenario
+from ..scenarios import PROFILES, Scenario
 from .common import (
     SetupError,
     add_impl_arguments,
@@ -50,6 +50,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--parallel", type=positive_int, default=1, help="worker count (one driver each)")
     selection.add_arguments(c)
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
+    c.add_argument("--profile", choices=PROFILES, help="contract to judge by (default: openpi for python and pi:, "
+                   "shared-store for opencode:, else what the driver's hello declares; DESIGN.md §7)")
 
 
 def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:
@@ -67,6 +69,17 @@ def select(args: argparse.Namespace) -> list[Scenario]:
         return selection.select(args)
     except selection.SelectionError as e:
         raise SetupError(str(e)) from None
+
+
+def _in_profile(args: argparse.Namespace, spec: PeerSpec, scenarios: list[Scenario]) -> list[Scenario]:
+    """The selected scenarios of the run's profile (``--profile`` or the implementation's default)."""
+    name = getattr(args, "profile", None) or profiles.default_profile(spec, timeout=args.timeout)
+    chosen = profiles.select(scenarios, name)
+    if not chosen:
+        raise SetupError(f"no scenario of profile {name!r} among the {len(scenarios)} selected")
+    if not args.quiet:
+        print(f"profile: {name} ({len(chosen)} of {len(scenarios)} selected scenarios)", flush=True)
+    return chosen
 
 
 def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> str:
@@ -89,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     other = PeerSpec.parse(args.against) if args.against else None
     scenarios = select(args)
     impls = preflight([spec, *([other] if other else [])], timeout=args.timeout)
+    scenarios = _in_profile(args, spec, scenarios)
     if other is not None:
         return _differential(args, spec, other, impls, scenarios)
     info = impls[0]
