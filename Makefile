@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 
 test: install
 	$(PY) tests/clause_coverage.py
+	$(PY) tests/shared_store_coverage.py
 	$(PY) -m pytest -n auto --cov=memconform.reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
 
 lint: install
