@@ -495,6 +495,7 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
         f"{i}:{phase}": syscalls_per_op(i, phase) for i in impls() if not i.startswith("reference") for phase in PHASES
     },
     "w2": w2,
+    "w2_trace": lambda: __import__("memconform.harness.faults.trace_bench", fromlist=["w2_trace"]).w2_trace(),
     "w3": w3,
     "w4": lambda: [s.as_dict() for s in w4()],
     "w5": lambda: [s.as_dict() for s in w5()],

@@ -35,12 +35,22 @@ PROBE_FILE = "recovery-probe.md"
 
 
 def recovery_ops(case: OpCase, kind: str) -> list[tuple[str, dict[str, Any]]]:
-    """What runs on a crashed store: the case's next op, a fresh write, reads, a session start."""
+    """What runs on a crashed store: the case's next op, a fresh write (the case's own when it
+    is a write: the user retrying), a read of the index and topics, the next session start
+    (OpenCode: its system transform reads both; pi and the reference: ``memory_dir``, which
+    completes a carry-over)."""
     op, args = case.recovery()
+    first = [(op, dict(args))] if op == "write_memory" else [(op, dict(args)), ("write_memory", dict(PROBE))]
+    if op == "memory_dir" and kind != "opencode":
+        first = [("write_memory", dict(PROBE))]  # the session start below is this op
     reads: list[tuple[str, dict[str, Any]]] = (
         [("system_transform", {})] if kind == "opencode" else [("read_index", {}), ("memory_dir", {})]
     )
-    return [(op, dict(args)), ("write_memory", dict(PROBE)), *reads]
+    return [*first, *reads]
+
+
+def is_fresh_write(op: str, args: dict[str, Any]) -> bool:
+    return op == "write_memory"
 
 
 @dataclass
@@ -101,7 +111,7 @@ class Worker:
                 a: Answer = driver.call(op, args)
                 said.append(f"{op}: {'ok' if a.ok else 'error'} {str(a.result if a.ok else a.error)[:80]!r}")
                 refused = not a.ok or (isinstance(a.result, str) and "busy" in a.result)
-                if refused and op == "write_memory" and args.get("topic") == PROBE["topic"]:
+                if refused and is_fresh_write(op, args):
                     out.append(CrashFinding("S-INV-8", "unavailable", ".lock",
                                             f"the store refuses a fresh write after the crash: {said[-1]}", "hazard"))
                 elif refused and (a.error or {}).get("kind") != "unsupported":
@@ -114,7 +124,9 @@ class Worker:
                 self.driver.close()
             self.driver = None
             return Recovered(case.name, cs, out, said)
-        out += check_settled_state(snapshot(self.sandbox.root), cs.state, intent, live_pids=(pid,))
+        after = snapshot(self.sandbox.root)
+        out += [f for f in check_settled_state(after, cs.state, intent, live_pids=(pid,))
+                if not (f.kind == "lock-left" and after.get(f.path) == cs.state.get(f.path))]  # the crash's own, untouched
         return Recovered(case.name, cs, out, said)
 
 

@@ -121,8 +121,6 @@ def _recovery_findings(camp: TraceCampaign, reproduce: str) -> list[tuple[Findin
     for r in camp.recovered:
         totals[(r.case, r.state.model)] = totals.get((r.case, r.state.model), 0) + 1
         for f in r.findings:
-            if f.kind == "lock-left" and r.state.state.get(f.path) is not None:
-                continue  # the crash's own leftover, untouched by the recovery (S-INV-8 6)
             key = (r.case, r.state.model, f.clause, f.kind, f.path)
             first = seen.get(key)
             seen[key] = (f, r, 1) if first is None else (first[0], first[1], first[2] + 1)

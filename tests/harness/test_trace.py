@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from memconform.harness.cli import main
+from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.faults.trace import (
     Replay,
     Trace,
@@ -117,3 +119,26 @@ def test_crash_trace_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "unknown model(s) bogus" in capsys.readouterr().err
     assert main(["crash", "--impl", "python", "--trace", "--op", "nonesuch", "--no-export"]) == 2
     assert "unknown op case 'nonesuch'" in capsys.readouterr().err
+
+
+needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=f"needs strace: {strace_unavailable()}")
+
+
+@needs_strace
+def test_crash_trace_on_the_reference_exports_replayable_crash_states(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(["crash", "--impl", "python", "--trace", "--op", "write-create", "--recover",
+                 "--json", str(out), "--export", str(tmp_path / "reg")])
+    assert code == 0  # lost directory entries are S-INV-8 power-loss weaknesses, never violations
+    report = json.loads(out.read_text())
+    stats = report["stats"]
+    assert stats["distinct_checked"] > 20 and stats["recovered"] > 10 and stats["untraced"] == []
+    assert set(stats["models"]) == {"strict", "lost-dirent", "torn", "reorder"}
+    lost = [f for f in report["findings"] if "[lost-dirent]" in f["op"]]
+    assert lost and lost[0]["severity"] == "weakness" and "trace position" in lost[0]["evidence"]
+    files = sorted((tmp_path / "reg").glob("*.json"))
+    assert files, "every finding is exported"
+    scenario = json.loads(files[0].read_text())
+    assert scenario["steps"][0]["op"] == "write_memory" and "agent/memory/MEMORY.md" in scenario["given"]["files"]
+    assert scenario["regression"]["fault"]["model"] == "lost-dirent"
+    assert main(["replay", str(files[0]), "--impl", "python", "--no-export"]) == 0
