@@ -21,9 +21,10 @@ from .config import (
     DEFAULT_STALE_DAYS,
     MAX_LINES,
 )
+from .errors import JsTypeError
 from .fs import MAX_BYTES
 from .handoff import MAX_HANDOFF_SUMMARY_BYTES
-from .index import INITIAL_MEMORY, maintain_index, upsert_index_line
+from .index import INITIAL_MEMORY, maintain_index, require_string, upsert_index_line
 from .index_engine import as_predicate
 from .store import MAX_SUMMARY_LENGTH, RESERVED_TOPIC_SLUG, Store
 from .text import UNDEFINED, to_number, to_string
@@ -53,7 +54,14 @@ def constants(store: Store) -> dict[str, object]:
 
 
 def _lines(args: Args) -> list[str]:
-    return [to_string(line) for line in args.get("lines", [])]
+    """The JS functions read ``lines.length`` and parse every line they pass (S-ERR-8)."""
+    lines = args.get("lines", UNDEFINED)
+    if lines is UNDEFINED or lines is None:
+        what = "undefined" if lines is UNDEFINED else "null"
+        raise JsTypeError(f"Cannot read properties of {what} (reading 'length')")
+    if not isinstance(lines, list):
+        raise JsTypeError("lines is not an array")
+    return [require_string(line, "line", "match") for line in lines]
 
 
 def upsert(store: Store, args: Args) -> list[str]:

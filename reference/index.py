@@ -221,14 +221,14 @@ class Ambiguous:
     names: list[str]
 
 
-def require_string(value: object, variable: str) -> str:
-    """V8's TypeError for ``«variable».toLowerCase()`` on a non-string (S-ERR-8)."""
+def require_string(value: object, variable: str, method: str = "toLowerCase") -> str:
+    """V8's TypeError for ``«variable».«method»()`` on a non-string (S-ERR-8)."""
     if isinstance(value, str):
         return value
     if value is UNDEFINED or value is None:
         what = "undefined" if value is UNDEFINED else "null"
-        raise JsTypeError(f"Cannot read properties of {what} (reading 'toLowerCase')")
-    raise JsTypeError(f"{variable}.toLowerCase is not a function")
+        raise JsTypeError(f"Cannot read properties of {what} (reading '{method}')")
+    raise JsTypeError(f"{variable}.{method} is not a function")
 
 
 def find_index_entry(lines: Sequence[str], search: object) -> Found | Ambiguous | None:

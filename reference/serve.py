@@ -26,7 +26,7 @@ from .compaction import (
 from .config import Rules, render_rules_to_markdown
 from .edge import edge_store
 from .errors import describe
-from .index import parse_index_line, to_slug
+from .index import parse_index_line, require_string, to_slug
 from .jsjson import json_parse, to_js_json
 from .session import Session
 from .store import Store
@@ -78,7 +78,8 @@ class Server:
             "set_clock": self.set_clock,
             "advance_clock": self.advance_clock,
             "parse_index_line": self.parse_index_line,
-            "to_slug": lambda a: to_slug(to_string(_arg(a, "topic"))),
+            # S-ERR-8: a non-string raises as the JS core's topic.toLowerCase() does
+            "to_slug": lambda a: to_slug(require_string(_arg(a, "topic"), "topic")),
             "detect_incomplete_task": lambda a: detect_incomplete_task(_arg(a, "text")),
             "build_consolidation_prompt": lambda a: build_consolidation_prompt(
                 to_string(_arg(a, "rulesMarkdown", ""))
@@ -160,7 +161,7 @@ class Server:
         clock.advance(round(float(args.get("seconds", 0)) * 1000))
 
     def parse_index_line(self, args: Args) -> object:
-        p = parse_index_line(to_string(_arg(args, "line")))
+        p = parse_index_line(require_string(_arg(args, "line"), "line", "match"))  # S-ERR-8
         if p is None:
             return None
         return {"prefix": p.prefix, "name": p.name, "mid": p.mid, "filename": p.filename, "rest": p.rest}
