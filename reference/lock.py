@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import stat
 from collections.abc import Callable
 from typing import TypeVar
@@ -32,6 +33,11 @@ LOCK_BUSY_MESSAGE = (
 )
 
 T = TypeVar("T")
+HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"  # opt-in, off by default: reference/hardened.py
+
+
+def _hardened() -> bool:
+    return os.environ.get(HARDENED_ENV) == "1"
 
 
 class LockBusy(Exception):
@@ -101,6 +107,10 @@ def owner_alive(fs: Fs, path: str, age_ms: float) -> bool:
 
 def try_acquire(fs: Fs, clock: Clock, path: str) -> str | None:
     """One attempt (S-LOCK-2): create, or reclaim a stale lock of a dead owner."""
+    if _hardened():
+        from . import hardened
+
+        return hardened.try_acquire(fs, clock, path)
     token = make_token(fs, clock)
     if create_lock(fs, path, token):
         return token
@@ -161,4 +171,9 @@ def with_lock(
     try:
         return fn(directory)
     finally:
-        release(fs, path, token)
+        if _hardened():
+            from . import hardened
+
+            hardened.release(fs, clock, path, token)
+        else:
+            release(fs, path, token)
