@@ -79,6 +79,17 @@ class CrossWorker:
         self.pair, self.timeout, self.validate, self.strict = pair, timeout, validate, strict
         self.clock_ms, self.clock_mode, self.clock_started = 0, "frozen", 0.0
 
+    def _start(self, spec: PeerSpec, env: dict[str, str], cwd: str, tries: int = 3) -> Driver:
+        """A driver, started again when the hang watch took a slow start on a loaded machine
+        for a spin (runnable, little CPU, before ``hello``): a real spin recurs every time."""
+        for attempt in range(tries):
+            try:
+                return start_driver(spec, env, cwd=cwd, timeout=self.timeout, validate=self.validate)
+            except DriverError as e:
+                if getattr(e, "stuck", None) != "livelock" or attempt == tries - 1:
+                    raise
+        raise AssertionError("unreachable")
+
     def _now(self) -> int:
         if self.clock_mode == "offset":
             return self.clock_ms + int((time.monotonic() - self.clock_started) * 1000)
@@ -103,8 +114,7 @@ class CrossWorker:
             env = sandbox.env(sc.clock.tz)
             env.update(sc.env)
             for role in ROLES:
-                drivers[role] = start_driver(self.pair.spec(role), env, cwd=str(sandbox.root),
-                                             timeout=self.timeout, validate=self.validate)
+                drivers[role] = self._start(self.pair.spec(role), env, str(sandbox.root))
             lacking = _lacking(sc, drivers)
             if lacking:
                 outcome.status, outcome.reason = "skip", lacking

@@ -158,3 +158,12 @@ def test_a_real_peers_hello_lists_only_ops_of_the_vocabulary(spec: object) -> No
             assert ops.result_errors("hello", driver.hello) == []
     finally:
         sandbox.remove()
+
+
+def test_the_guide_documents_every_op() -> None:
+    guide = ROOT / "docs" / "IMPLEMENTING.md"
+    if not guide.exists():
+        pytest.skip("no docs/ (installed wheel)")
+    text = guide.read_text(encoding="utf-8")
+    assert [f"op {op!r} is in {SCHEMA} but not in docs/IMPLEMENTING.md's op table: add a row | `{op}` | … |"
+            for op in sorted(ops.vocabulary()) if f"| `{op}` |" not in text] == []
