@@ -16,11 +16,21 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..oracles.crash_judge import CrashFinding, Intent, check_settled_state, is_lock, lock_age_ms
+from ..oracles.crash_judge import (
+    STORE_DIRS,
+    CrashFinding,
+    Intent,
+    State,
+    check_settled_state,
+    is_lock,
+    lock_age_ms,
+)
+from ..oracles.grammar import parse
+from ..oracles.spec import INDEX_NAME
 from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..sandbox import Sandbox, snapshot
 from . import NOW_MS
@@ -63,6 +73,33 @@ class Recovered:
     answers: list[str] = field(default_factory=list)
 
 
+def _indexed(data: bytes | None) -> set[str]:
+    if not data:
+        return set()
+    return {p.filename for line in data.decode("utf-8", "replace").split("\n") if (p := parse(line)) is not None}
+
+
+def lost_topics(after: State, final: State, intent: Intent, model: str) -> list[CrashFinding]:
+    """Topics the completed op leaves indexed with a file that the recovered store neither
+    indexes nor holds: the crash plus the next session lost them for good.  A kill must never
+    do that (S-INV-8); after power loss SPEC allows a file to vanish, so it is a weakness —
+    shown, because the next session makes the loss permanent (it drops the orphaned entry)."""
+    out = []
+    for d in STORE_DIRS:
+        published = _indexed(final.get(f"{d}/{INDEX_NAME}"))
+        now = _indexed(after.get(f"{d}/{INDEX_NAME}"))
+        for fname in sorted(published):
+            rel = f"{d}/{fname}"
+            if final.get(rel) is None or intent.may_remove(fname) or fname in now or after.get(rel) is not None:
+                continue
+            copies = [k for k, v in after.items() if k.rsplit("/", 1)[-1] == fname and v == final[rel]]
+            where = f"; a copy survives at {copies[0]}" if copies else "; no copy survives"
+            out.append(CrashFinding("S-INV-8", "lost-after-recovery", rel,
+                                    f"{fname} is neither indexed nor on disk after the next session{where}",
+                                    "violation" if model == "strict" else "weakness"))
+    return out
+
+
 class Worker:
     """One sandbox and one warm (untraced) driver, renewed between states."""
 
@@ -87,7 +124,7 @@ class Worker:
             self.driver = None
         self.sandbox.remove()
 
-    def run(self, case: OpCase, cs: CrashState) -> Recovered:
+    def run(self, case: OpCase, cs: CrashState, final: State | None = None) -> Recovered:
         """Lay the state down, renew the driver, run the recovery ops, judge the store."""
         restore(self.sandbox, cs.state)
         for rel, data in cs.state.items():
@@ -127,12 +164,15 @@ class Worker:
         after = snapshot(self.sandbox.root)
         out += [f for f in check_settled_state(after, cs.state, intent, live_pids=(pid,))
                 if not (f.kind == "lock-left" and after.get(f.path) == cs.state.get(f.path))]  # the crash's own, untouched
+        if final is not None:
+            out += lost_topics(after, final, intent, cs.model)
         return Recovered(case.name, cs, out, said)
 
 
 def recover_all(
     spec: PeerSpec,
     jobs: Sequence[tuple[OpCase, CrashState]],
+    finals: Mapping[str, State] | None = None,
     *,
     workers: int = 2,
     timeout: float = 15.0,
@@ -152,7 +192,7 @@ def recover_all(
                 case, cs = todo.get_nowait()
             except queue.Empty:
                 return
-            r = w.run(case, cs)
+            r = w.run(case, cs, (finals or {}).get(case.name))
             with lock:
                 results.append(r)
                 if advance is not None:

@@ -111,7 +111,8 @@ def run_traced(
         jobs = [(by_name[c.name], cs) for c in camp.checks for cs in c.distinct.values()]
         with progress(f"{impl}: recovery on each distinct crash state", len(jobs), quiet=quiet) as bar:
             camp.recovered, camp.recover_seconds, camp.drivers = recover_all(
-                spec, jobs, workers=workers, timeout=timeout, advance=lambda n: bar.advance(n))
+                spec, jobs, {c.name: c.trace.after() for c in camp.checks}, workers=workers, timeout=timeout,
+                advance=lambda n: bar.advance(n))
     return camp
 
 

@@ -274,7 +274,18 @@ class ModelTally:
     distinct: int = 0
     violating: int = 0
     allowed: Counter[str] = field(default_factory=Counter)
-    found: dict[tuple[str, str, str], tuple[CrashFinding, CrashState, int]] = field(default_factory=dict)
+    found: dict[tuple[str, str, str], Seen] = field(default_factory=dict)
+
+
+@dataclass
+class Seen:
+    """One finding of a model: an example state (one no kill can leave, when there is one),
+    how many distinct states showed it, and how many of those no kill can leave."""
+
+    finding: CrashFinding
+    example: CrashState
+    states: int = 1
+    beyond_kill: int = 0
 
 
 @dataclass
@@ -295,10 +306,14 @@ class TraceCheck:
     def findings(self, reproduce: str) -> list[tuple[Finding, CrashState]]:
         out: list[tuple[Finding, CrashState]] = []
         for model, m in self.models.items():
-            for (clause, kind, path), (cf, cs, n) in m.found.items():
+            for (clause, kind, path), seen in m.found.items():
+                cf, cs, n = seen.finding, seen.example, seen.states
                 n_total = len(self.trace.ops)
+                reach = ("" if model == "strict" else
+                         f", {seen.beyond_kill} of them no kill can leave" if seen.beyond_kill else
+                         ", each one a kill leaves too")
                 evidence = (f"{cf.detail}; {cs.what} (trace position {cs.position}/{n_total}); "
-                            f"{n} of {m.distinct} distinct {model} states")
+                            f"{n} of {m.distinct} distinct {model} states{reach}")
                 syscall = ", ".join(cs.syscalls[:3]) if cs.syscalls else (
                     self.trace.ops[cs.position - 1].call if cs.position else "before the first call")
                 out.append((Finding(kind, cf.severity, clause, self.impl, f"{self.name} [{model}]", syscall,
@@ -313,6 +328,7 @@ def check_trace(trace: Trace, intent: Intent, models: Sequence[str], impl: str, 
     published, history = judge_context(trace)
     result = TraceCheck(trace.name, impl, trace, {m: ModelTally() for m in models})
     seen: dict[str, set[int]] = {m: set() for m in models}
+    killed = {hash(frozenset(t.state(trace.root).items())) for _k, t in strict_states(trace)}
     for cs in crash_states(trace, models, granularity):
         tally = result.models[cs.model]
         tally.states += 1
@@ -326,10 +342,17 @@ def check_trace(trace: Trace, intent: Intent, models: Sequence[str], impl: str, 
                                     power_loss=cs.model in POWER_LOSS)
         tally.allowed.update(verdict.allowed)
         tally.violating += bool(verdict.violations)
+        beyond = key not in killed
         for f in verdict.findings:
             k = (f.clause, f.kind, f.path)
-            first = tally.found.get(k)
-            tally.found[k] = (f, cs, 1) if first is None else (first[0], first[1], first[2] + 1)
+            got = tally.found.get(k)
+            if got is None:
+                tally.found[k] = Seen(f, cs, 1, int(beyond))
+                continue
+            got.states += 1
+            got.beyond_kill += beyond
+            if beyond and got.beyond_kill == 1:  # the first example no kill can leave replaces a kill's
+                got.finding, got.example = f, cs
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -142,3 +142,18 @@ def test_crash_trace_on_the_reference_exports_replayable_crash_states(tmp_path: 
     assert scenario["steps"][0]["op"] == "write_memory" and "agent/memory/MEMORY.md" in scenario["given"]["files"]
     assert scenario["regression"]["fault"]["model"] == "lost-dirent"
     assert main(["replay", str(files[0]), "--impl", "python", "--no-export"]) == 0
+
+
+def test_a_topic_the_next_session_loses_for_good_is_named() -> None:
+    from memconform.harness.faults.recovery import lost_topics
+    from memconform.harness.oracles.crash_judge import Intent
+
+    idx = b"# Memory Index\n\n- [A](a.md) 2026-08-01T00:00:00+00:00 -- ay\n"
+    final = {"home/.agents/memory/MEMORY.md": idx, "home/.agents/memory/a.md": b"alpha", "agent/memory/a.md": b"alpha"}
+    after = {"home/.agents/memory/MEMORY.md": b"# Memory Index\n\n", "agent/memory/a.md": b"alpha"}
+    [f] = lost_topics(after, final, Intent("carry-over"), "lost-dirent")
+    assert (f.kind, f.severity, f.path) == ("lost-after-recovery", "weakness", "home/.agents/memory/a.md")
+    assert "a copy survives at agent/memory/a.md" in f.detail
+    assert lost_topics(after, final, Intent("carry-over"), "strict")[0].severity == "violation"
+    assert lost_topics(final, final, Intent("carry-over"), "strict") == []
+    assert lost_topics(after, final, Intent("remove", removes=frozenset({"a.md"})), "strict") == []
