@@ -2,23 +2,40 @@
 
 ``linearize`` is the generic checker (Porcupine's ``checker.go``); ``kind_model`` is the
 SPEC-written state and transitions (its ``model.go``), an oracle that knows nothing of
-histories.  This adapter is the one place that knows both: how a recorded answer reads as a
-result kind, which ops commute (different topics whose names and slugs do not overlap), and
-that a topic checked alone cannot see whether ``MEMORY.md`` exists (another topic's write
-may have created it), so there "no index" and "not found" are one answer.
+histories.  This adapter is the one place that knows both:
+
+- how a recorded answer reads as a result kind, and which kinds leave the store unchanged
+  (a lookup that found nothing, a refusal: ``read_only``);
+- which ops commute: topics fall into *families* (connected by a name or slug that one
+  lookup or one slug choice of the other can see), and families are checked alone
+  (P-compositionality, as Porcupine and Knossos partition by key);
+- what a family checked alone cannot see: whether ``MEMORY.md`` exists (another family's
+  write may have created it), so there "no index" and "not found" are one answer, and the
+  index's existence is checked across families from real time instead (``_index_order``);
+- which state details no result kind depends on (summaries, the case of names, the order of
+  an index without look-alike entries): the search sees one state (``key``) where the store
+  has many.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
+from collections.abc import Hashable
 
 from . import linearize
 from .history import Op
-from .linearize import LinearizabilityVerdict, Part
+from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict, Part
 from .oracles import kind_model
+from .oracles.grammar import to_slug
 
 State = kind_model.State
+WRITTEN = frozenset({"created", "updated"})
+UNCHANGED = frozenset({"no_index", "not_found", "ambiguous", "pinned_refused", "already_pinned", "already_unpinned"})
+"""Result kinds of remove and pin that leave the model state as it was (SPEC §9, §10)."""
+SAW_INDEX = (UNCHANGED | {"removed", "pinned", "unpinned"}) - {"no_index"}
+"""Answers of remove and pin that only a store with ``MEMORY.md`` gives."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -34,7 +51,7 @@ def recorded_kind(result: object) -> str:
 class StoreKindModel:
     """The store as ``kind_model`` sees it, compared by result kind (``linearize.Model``).
 
-    ``within_topic``: the model of one topic's sub-history, blind to whether the index
+    ``within_topic``: the model of one family's sub-history, blind to whether the index
     exists.  Bodies stay out of the states (``bodies=False``): kinds never depend on them.
     """
 
@@ -54,19 +71,25 @@ class StoreKindModel:
             expected = _blind(expected)
         return kind == expected, nxt
 
-    def equal(self, a: State, b: State) -> bool:
-        return a == b
+    def key(self, state: State) -> Hashable:
+        """The state without what no result kind reads: summaries, the case of names, and
+        the index order when no two entries look alike (``_index_key``)."""
+        files = tuple((f, t.name.lower()) for f, t in state.files)
+        return (files, _index_key(state.index), state.tombstones, state.shared, state.has_index)
+
+    def read_only(self, op: Op) -> bool:
+        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and recorded_kind(op.result) in UNCHANGED
 
     def partition(self, ops: list[Op]) -> list[Part[State]] | None:
-        """One part per topic slug, when no topic's name or slug reaches another's."""
-        topics = sorted({str(op.args.get("topic", "")) for op in ops})
-        if not kind_model.independent_topics(topics):
+        """One part per topic family; ``None`` when every topic reaches every other."""
+        families = topic_families(sorted({str(op.args.get("topic", "")) for op in ops}))
+        if len(set(families.values())) < 2:
             return None
         parts: dict[str, list[Op]] = defaultdict(list)
         for op in ops:
-            parts[kind_model.keys_of(op.op, op.args)].append(op)
+            parts[families[str(op.args.get("topic", ""))]].append(op)
         blind = StoreKindModel(within_topic=True)
-        return [Part(key, part, blind) for key, part in parts.items()]
+        return [Part(to_slug(key.strip()), part, blind) for key, part in parts.items()]
 
     def describe_op(self, op: Op) -> str:
         return f"{op.op} {op.args} -> {op.result}"
@@ -83,12 +106,97 @@ class StoreKindModel:
         return text
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def reaches(a: str, b: str) -> bool:
+    """Whether an op on topic ``a`` can see topic ``b``'s entry or file (conservatively).
+
+    S-IDX-8 matches a query exactly or as a substring of an entry's name or filename, and
+    S-WRITE-6/7 pick ``<slug>.md`` or ``<slug>-N.md``: so ``a`` reaches ``b`` when the slugs
+    are equal, or ``a``'s name or slug is inside ``b``'s name or one of ``b``'s possible
+    filenames.  Filenames ``<slug>-N.md`` are compared with digits removed on both sides, so
+    every N is covered (a substring stays a substring when the same digits go).
+    """
+    a_name, b_name = a.strip().lower(), b.strip().lower()
+    a_slug, b_slug = to_slug(a.strip()), to_slug(b.strip())
+    if a_slug == b_slug or a_name in b_name or a_slug in b_slug:
+        return True
+    files = _DIGITS.sub("", f"{b_slug}-.md")
+    return any(_DIGITS.sub("", q) in files for q in (a_name, a_slug))
+
+
+def topic_families(topics: list[str]) -> dict[str, str]:
+    """Each topic's family (its smallest member): topics joined whenever one reaches the other."""
+    parent = {t: t for t in topics}
+
+    def root(t: str) -> str:
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    for i, a in enumerate(topics):
+        for b in topics[i + 1:]:
+            if reaches(a, b) or reaches(b, a):
+                ra, rb = root(a), root(b)
+                parent[max(ra, rb)] = min(ra, rb)
+    return {t: root(t) for t in topics}
+
+
+def _index_key(index: tuple[kind_model.Entry, ...]) -> tuple[tuple[str, str, bool], ...]:
+    """The index as S-IDX-8 lookups and S-WRITE-6 can tell it: case-folded names, filenames
+    and pins, in filename order when no two entries share a case-folded name or filename
+    (a lookup then finds at most one exact match, and partial matches are counted, not
+    ordered); in index order otherwise."""
+    entries = [(e.filename, e.name.lower(), e.pinned) for e in index]
+    seen: set[str] = set()
+    for filename, name, _ in entries:
+        own = {filename.lower(), name}
+        if own & seen:
+            return tuple(entries)
+        seen |= own
+    return tuple(sorted(entries))
+
+
 def _blind(kind: str) -> str:
     return "not_found" if kind == "no_index" else kind
+
+
+def _index_order(ops: list[Op]) -> list[Op] | None:
+    """Two ops that no order explains as to whether ``MEMORY.md`` exists, or ``None``.
+
+    Only a write creates the index (S-WRITE-1), and nothing deletes it: a lookup that
+    answered "no index" after an acknowledged write had returned, or one that answered
+    anything else before any write had even started, is not linearizable.  This is what the
+    families, each blind to the index, cannot see.
+    """
+    lookups = [o for o in ops if o.type == "ok" and o.op in ("remove_memory", "pin_memory")]
+    writes = [o for o in ops if o.op == "write_memory" and o.type != "fail"]
+    acked = [o for o in writes if o.type == "ok" and o.end is not None and recorded_kind(o.result) in WRITTEN]
+    first_ack = min(acked, key=lambda o: o.end or 0, default=None)
+    first_start = min(writes, key=lambda o: o.start, default=None)
+    for o in sorted(lookups, key=lambda o: o.start):
+        kind = recorded_kind(o.result)
+        if kind == "no_index" and first_ack is not None and (first_ack.end or 0) < o.start:
+            return [first_ack, o]
+        if kind in SAW_INDEX and o.end is not None and (first_start is None or o.end < first_start.start):
+            return [o] if first_start is None else [o, first_start]
+    return None
 
 
 def check(
     ops: list[Op], *, budget_s: float = 10.0, partition: bool = True, shrink: bool = True
 ) -> LinearizabilityVerdict:
-    """Is a store history linearizable?  Partitioned by topic where topics are independent."""
-    return linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink)
+    """Is a store history linearizable?  Partitioned by topic family where families exist."""
+    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink)
+    if verdict.partitioned and verdict.status != NOT_LINEARIZABLE:
+        pair = _index_order([op for op in ops if op.type != "fail"])
+        if pair is not None:
+            model = StoreKindModel()
+            verdict.status = NOT_LINEARIZABLE
+            verdict.failing_partition = "MEMORY.md"
+            verdict.failing_ops = pair
+            verdict.failing_lines = [f"{o.process} {o.type} {model.describe_op(o)}" for o in pair]
+            verdict.failing_state = None
+    return verdict

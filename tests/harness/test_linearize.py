@@ -56,6 +56,8 @@ def test_two_creations_of_one_topic_are_not_linearizable() -> None:
     assert v.summary().endswith(
         "; smallest failing sub-history (2 ops):\n"
         f"  p1 ok write_memory {w('A')} -> {CREATED}\n"
+        f"  p2 ok write_memory {w('A')} -> {CREATED}\n"
+        "stuck after 1 ops in state index: [A](a.md); files: a.md; none of these can come next:\n"
         f"  p2 ok write_memory {w('A')} -> {CREATED}"
     )
     assert v.failing_state == "index: [A](a.md); files: a.md"  # after the first creation
@@ -144,8 +146,11 @@ class Register:
             return True, int(str(op.args["value"]))
         return op.type != "ok" or op.result == state, state
 
-    def equal(self, a: int, b: int) -> bool:
-        return a == b
+    def key(self, state: int) -> int:
+        return state
+
+    def read_only(self, op: Op) -> bool:
+        return op.op == "get"
 
     def partition(self, ops: list[Op]) -> list[Part[int]] | None:
         return None
@@ -205,4 +210,4 @@ def test_the_checker_imports_no_model() -> None:
     imported = {
         node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
     } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert imported <= {"__future__", "time", "dataclasses", "typing", "history"}, imported
+    assert imported <= {"__future__", "time", "dataclasses", "typing", "collections.abc", "history"}, imported
