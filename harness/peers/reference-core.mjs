@@ -28,6 +28,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 
+// The channel's own fs calls, taken at import: a suite that later replaces fs members to
+// inject faults into the JS process must not break the channel.
+const { readSync, writeSync } = fs;
+
 const PYTHON = process.env.MEMCONFORM_PYTHON || 'python3';
 const SERVE = ['-m', 'memconform.reference', 'serve'];
 const HINT = 'set MEMCONFORM_PYTHON to a python that imports memconform (memconform facade-path --python prints one)';
@@ -81,7 +85,7 @@ function readLine() {
       pending = pending.subarray(nl + 1);
       return line;
     }
-    const n = fs.readSync(channel.fromServer, chunk, 0, chunk.length, null);
+    const n = readSync(channel.fromServer, chunk, 0, chunk.length, null);
     if (n === 0) throw serverGone();
     pending = Buffer.concat([pending, chunk.subarray(0, n)]);
   }
@@ -91,7 +95,7 @@ function writeAll(text) {
   const data = Buffer.from(text, 'utf8');
   let off = 0;
   try {
-    while (off < data.length) off += fs.writeSync(channel.toServer, data, off, data.length - off);
+    while (off < data.length) off += writeSync(channel.toServer, data, off, data.length - off);
   } catch (e) {
     if (e.code === 'EPIPE') throw serverGone();
     throw e;

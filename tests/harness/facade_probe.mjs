@@ -1,6 +1,8 @@
 // Imports the reference facade (argv[2]) after the storage env is set by the caller, calls a
 // few exports of each kind and prints what they gave as one JSON object (test_facade.py
 // compares it with the reference in-process).
+import fs from 'node:fs';
+
 const core = await import(new URL(`file://${process.argv[2]}`).href);
 const out = { exports: Object.keys(core).sort() };
 const capture = async (name, fn) => {
@@ -26,4 +28,8 @@ out.upsertInPlace = same === lines;
 out.upserted = lines;
 await capture('maintain', () => core.maintainIndex(['- [Probe Topic](probe-topic.md) 2020-01-01 -- s', '- [Gone](gone.md) -- g'], { staleAfterDays: 180 }));
 await capture('promise', () => core.executePinMemory({ topic: 'Probe Topic', pin: false }) instanceof Promise);
+const { readSync, writeSync } = fs;
+fs.readSync = fs.writeSync = () => { throw new Error('patched by the suite'); };
+await capture('patchedFs', () => core.toSlug('Still Works'));
+Object.assign(fs, { readSync, writeSync });
 console.log(JSON.stringify(out));

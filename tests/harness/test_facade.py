@@ -90,6 +90,7 @@ def test_probe_answers_are_the_references(tmp_path: Path) -> None:
     assert out["upsertInPlace"] is True and out["upserted"][1].startswith("- [Topic](t.md) [pin] ")
     assert out["maintain"]["value"] == ["- [Probe Topic](probe-topic.md) 2020-01-01 [stale?] -- s"]
     assert out["promise"] == {"value": True}
+    assert out["patchedFs"] == {"value": "still-works"}  # the channel kept its own fs calls
     pins = {e.filename: e.pinned for e in ref.read_index_entries()}
     assert pins == {"probe-topic.md": False, "x.md": False}  # the probe's unpin landed
 
