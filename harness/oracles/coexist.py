@@ -5,20 +5,23 @@ Whatever either tool's result text says, after every mutating op the store must 
 what the *other* writes did not aim at:
 
 - every indexed entry the op did not target (orphans and tombstoned files aside, which
-  maintenance may drop), with its name, its metadata ``[pin]`` and its summary (stale
-  flags aside: stamping and healing them is maintenance, S-IDX-6);
-- every topic file it did not write, byte for byte (S-INV-4), and in the file it did write
+  maintenance may drop), with its name, its metadata ``[pin]`` and its summary (SS-IDX-3;
+  stale flags aside: stamping and healing them is maintenance, SS-IDX-6), and of duplicate
+  lines a pinned survivor (SS-IDX-4);
+- every topic file it did not write, byte for byte (SS-FMT-3), and in the file it did write
   every frontmatter line but ``name``/``description``/``last_updated`` (``created`` and
-  fields the writer does not know included) and, for an append, the old body as a prefix;
-- every removal-list entry (S-INV-7: only a write of that file clears it), and a removed,
-  unindexed file stays unindexed (S-TOMB-5: no repair, carry-over or write of another
+  fields the writer does not know included, SS-FMT-1) and, for an append, the old body as a
+  prefix (SS-FMT-2);
+- every removal-list entry (SS-TOMB-2: only a write of that file clears it), and a removed,
+  unindexed file stays unindexed (SS-TOMB-4: no repair, carry-over or write of another
   topic brings it back).
 
 And over the whole sequence, no index line may change on every one of three or more
 alternating writes of the two tools while neither aims at it, coming back to an earlier
-rendering (a ``flip-flop``, PEER-11: the tools rewrite the same line differently).
+rendering (a ``flip-flop``: SS-IDX-3 lets maintenance change a foreign line, and PEER-11
+says the two tools may maintain it differently; they must not do so forever).
 
-Written from SPEC.md with the harness's own grammar (``oracles.grammar``), never the
+Clauses are docs/SHARED_STORE.md's.  Written from SPEC.md with the harness's own grammar (``oracles.grammar``), never the
 reference's parsers.
 """
 
@@ -154,35 +157,36 @@ def check_step(mark: Mark) -> list[Problem]:
             continue  # targeted, tombstoned, or an orphan maintenance may drop
         kept = after_idx.get(f)
         if not kept:
-            out.append(Problem("foreign-loss", "S-INV-2", where, f"entry {lines[0].render()!r} kept",
+            out.append(Problem("foreign-loss", "SS-IDX-3", where, f"entry {lines[0].render()!r} kept",
                                "dropped from MEMORY.md"))
             continue
-        if len(lines) > 1:
-            continue  # duplicates: maintenance keeps one best line (S-IDX-4; PEER-11 differs)
         was_pinned = any("[pin]" in meta(ln) for ln in lines)
         if was_pinned and not any("[pin]" in meta(ln) for ln in kept):
-            out.append(Problem("foreign-loss", "S-IDX-3", where, f"{f} stays pinned ({lines[0].render()!r})",
+            # of duplicates the survivor keeps the pin too (SS-IDX-4; S-IDX-4 keeps one best line)
+            out.append(Problem("foreign-loss", "SS-IDX-4", where, f"{f} stays pinned ({lines[0].render()!r})",
                                kept[0].render()))
+        if len(lines) > 1:
+            continue  # duplicates: maintenance keeps one best line (SS-IDX-5), its fields
         if not any("[pin]" in ln.rest for ln in lines) and any("[pin]" in meta(ln) for ln in kept):
-            out.append(Problem("foreign-loss", "S-IDX-3", where, f"{f} stays unpinned ({lines[0].render()!r})",
+            out.append(Problem("foreign-loss", "SS-IDX-3", where, f"{f} stays unpinned ({lines[0].render()!r})",
                                kept[0].render()))
         if len(kept) == 1:
             old, new = lines[0], kept[0]
             if old.name != new.name or summary(old) != summary(new):
-                out.append(Problem("foreign-loss", "S-INV-2", where, f"name and summary of {old.render()!r}",
+                out.append(Problem("foreign-loss", "SS-IDX-3", where, f"name and summary of {old.render()!r}",
                                    new.render()))
     for f in sorted(_topic_files(mark.before) - aimed):
         if mark.after.get(f) != mark.before[f]:
             got = "deleted" if f not in mark.after else "rewritten"
-            out.append(Problem("foreign-loss", "S-INV-4", where, f"topic file {f} unchanged", got))
+            out.append(Problem("foreign-loss", "SS-FMT-3", where, f"topic file {f} unchanged", got))
     for f in sorted(written):
         out += _kept_frontmatter(where, f, mark)
     gone = dead - tombstones(mark.after) - (aimed if mark.op == "write_memory" else set())
     for f in sorted(gone):
-        out.append(Problem("foreign-loss", "S-INV-7", where, f"{f} stays in {TOMBSTONES}", "dropped from it"))
+        out.append(Problem("foreign-loss", "SS-TOMB-2", where, f"{f} stays in {TOMBSTONES}", "dropped from it"))
     for f in sorted(dead - set(before_idx) - aimed):
         if f in after_idx:
-            out.append(Problem("removal-ignored", "S-TOMB-5", where, f"removed {f} stays out of the index",
+            out.append(Problem("removal-ignored", "SS-TOMB-4", where, f"removed {f} stays out of the index",
                                after_idx[f][0].render()))
     return out
 
@@ -194,14 +198,14 @@ def _kept_frontmatter(where: str, f: str, mark: Mark) -> list[Problem]:
     if old is None:
         return []
     if new is None:
-        return [Problem("foreign-loss", "S-WRITE-9", where, f"{f} keeps its frontmatter block", "no frontmatter")]
+        return [Problem("foreign-loss", "SS-FMT-1", where, f"{f} keeps its frontmatter block", "no frontmatter")]
     out = []
     lost = [ln for ln in old[0] if not ln.startswith(_VOLATILE_FM) and ln not in new[0]]
     if lost:
-        out.append(Problem("foreign-loss", "S-WRITE-9", where, f"{f} frontmatter keeps {lost!r}", repr(new[0])))
+        out.append(Problem("foreign-loss", "SS-FMT-1", where, f"{f} frontmatter keeps {lost!r}", repr(new[0])))
     replacing = mark.args.get("mode") == "replace" or mark.args.get("overwrite") is True
     if not replacing and not new[1].startswith(old[1].rstrip("\n")):
-        out.append(Problem("foreign-loss", "S-WRITE-10", where, f"{f} body starts with the old body {old[1]!r}",
+        out.append(Problem("foreign-loss", "SS-FMT-2", where, f"{f} body starts with the old body {old[1]!r}",
                            repr(new[1][:200])))
     return out
 
@@ -231,7 +235,7 @@ def flip_flops(marks: Sequence[Mark], min_changes: int = 3) -> list[Problem]:
             renders = [_render(run[0].before, f)] + [_render(x.after, f) for x in run]
             if len(run) >= min_changes and len(set(renders)) < len(renders):
                 out.append(Problem(
-                    "flip-flop", "PEER-11",
+                    "flip-flop", "SS-IDX-3",
                     f"index line of {f} over steps " + ", ".join(f"{x.index} ({x.role}: {x.impl})" for x in run),
                     "a line neither tool aims at settles after one rewrite",
                     " -> ".join(repr(r) for r in renders),

@@ -31,12 +31,12 @@ def test_a_write_that_keeps_everything_passes() -> None:
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"MEMORY.md": "# Memory Index\n\n- [Beta](beta.md) [pin] 2026-08-01T00:00:00+00:00 -- sb\n"}, ("foreign-loss", "S-INV-2")),
-    ({"MEMORY.md": IDX.replace(" [pin]", "")}, ("foreign-loss", "S-IDX-3")),
-    ({"MEMORY.md": IDX.replace("(alpha.md) ", "(alpha.md) [pin] ")}, ("foreign-loss", "S-IDX-3")),
-    ({"MEMORY.md": IDX.replace("-- sb", "-- sb changed")}, ("foreign-loss", "S-INV-2")),
-    ({"MEMORY.md": IDX.replace("[Alpha]", "[Alpha2]")}, ("foreign-loss", "S-INV-2")),
-    ({"alpha.md": FM + "\nrewritten\n"}, ("foreign-loss", "S-INV-4")),
+    ({"MEMORY.md": "# Memory Index\n\n- [Beta](beta.md) [pin] 2026-08-01T00:00:00+00:00 -- sb\n"}, ("foreign-loss", "SS-IDX-3")),
+    ({"MEMORY.md": IDX.replace(" [pin]", "")}, ("foreign-loss", "SS-IDX-4")),
+    ({"MEMORY.md": IDX.replace("(alpha.md) ", "(alpha.md) [pin] ")}, ("foreign-loss", "SS-IDX-3")),
+    ({"MEMORY.md": IDX.replace("-- sb", "-- sb changed")}, ("foreign-loss", "SS-IDX-3")),
+    ({"MEMORY.md": IDX.replace("[Alpha]", "[Alpha2]")}, ("foreign-loss", "SS-IDX-3")),
+    ({"alpha.md": FM + "\nrewritten\n"}, ("foreign-loss", "SS-FMT-3")),
 ])
 def test_planted_losses_on_lines_and_files_the_op_did_not_aim_at(change: dict[str, str], expected: tuple[str, str]) -> None:
     assert expected in kinds(mark(BASE, dict(BASE, **change), topic="Gamma"))
@@ -44,7 +44,15 @@ def test_planted_losses_on_lines_and_files_the_op_did_not_aim_at(change: dict[st
 
 def test_a_deleted_foreign_topic_file_is_a_loss() -> None:
     after = {k: v for k, v in BASE.items() if k != "alpha.md"}
-    assert ("foreign-loss", "S-INV-4") in kinds(mark(BASE, after, topic="Gamma"))
+    assert ("foreign-loss", "SS-FMT-3") in kinds(mark(BASE, after, topic="Gamma"))
+
+
+def test_duplicates_may_collapse_but_the_survivor_keeps_a_pin() -> None:
+    dup = IDX + "- [Alpha old](alpha.md) [pin] 2026-07-01T00:00:00+00:00 -- older\n"
+    collapsed = IDX  # the unpinned line survived, the pinned duplicate went
+    assert ("foreign-loss", "SS-IDX-4") in kinds(mark(dict(BASE, **{"MEMORY.md": dup}), dict(BASE, **{"MEMORY.md": collapsed}), topic="Gamma"))
+    kept_pin = IDX.replace("(alpha.md) ", "(alpha.md) [pin] ")
+    assert kinds(mark(dict(BASE, **{"MEMORY.md": dup}), dict(BASE, **{"MEMORY.md": kept_pin}), topic="Gamma")) == []
 
 
 def test_stale_flags_and_spacing_are_maintenance_not_loss() -> None:
@@ -60,19 +68,19 @@ def test_the_aimed_line_and_file_may_change() -> None:
 def test_an_append_into_a_foreign_topic_keeps_frontmatter_and_body() -> None:
     lost_field = FM.replace("tags: [x]\n", "").replace("created: 2026-08-01", "created: 2026-08-07")
     after = dict(BASE, **{"alpha.md": lost_field + "\nold\n\n## 2026-08-07\n\nnew\n"})
-    assert ("foreign-loss", "S-WRITE-9") in kinds(mark(BASE, after, topic="Alpha"))
+    assert ("foreign-loss", "SS-FMT-1") in kinds(mark(BASE, after, topic="Alpha"))
     after = dict(BASE, **{"alpha.md": FM + "\nnew only\n"})
-    assert ("foreign-loss", "S-WRITE-10") in kinds(mark(BASE, after, topic="Alpha"))
-    assert ("foreign-loss", "S-WRITE-10") not in kinds(mark(BASE, after, topic="Alpha", mode="replace"))
+    assert ("foreign-loss", "SS-FMT-2") in kinds(mark(BASE, after, topic="Alpha"))
+    assert ("foreign-loss", "SS-FMT-2") not in kinds(mark(BASE, after, topic="Alpha", mode="replace"))
 
 
 def test_removal_intent_is_kept_and_honoured() -> None:
     before = dict(BASE, **{".ocl-removed": "gamma.md\n", "gamma.md": FM + "\ng\n"})
     dropped = dict(before, **{".ocl-removed": ""})
-    assert ("foreign-loss", "S-INV-7") in kinds(mark(before, dropped, op="pin_memory", topic="Alpha", pin=True))
+    assert ("foreign-loss", "SS-TOMB-2") in kinds(mark(before, dropped, op="pin_memory", topic="Alpha", pin=True))
     reindexed = dict(before, MEMORY_md="")
     reindexed["MEMORY.md"] = IDX + "- [Gamma](gamma.md) 2026-08-07T00:00:00+00:00 [stale?] -- g\n"
-    assert ("removal-ignored", "S-TOMB-5") in kinds(mark(before, reindexed, op="repair_memory"))
+    assert ("removal-ignored", "SS-TOMB-4") in kinds(mark(before, reindexed, op="repair_memory"))
     # a write of that very file clears the tombstone: allowed (S-INV-7)
     rewritten = dict(before, **{".ocl-removed": "", "gamma.md": FM + "\ng\n\n## 2026-08-07\n\nh\n",
                                 "MEMORY.md": IDX + "- [Gamma](gamma.md) 2026-08-07T00:00:00+00:00 -- g\n"})
@@ -88,7 +96,7 @@ def test_a_line_rewritten_on_every_alternating_write_is_a_flip_flop() -> None:
     marks = [mark(off, on, role="A", i=1, topic="Gamma"), mark(on, off, role="B", i=2, topic="Delta"),
              mark(off, on, role="A", i=3, topic="Gamma")]
     found = flip_flops(marks)
-    assert [(p.kind, p.clause) for p in found] == [("flip-flop", "PEER-11")]
+    assert [(p.kind, p.clause) for p in found] == [("flip-flop", "SS-IDX-3")]
     assert "alpha.md" in found[0].where
 
 
