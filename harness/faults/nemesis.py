@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import stat
 import subprocess
@@ -359,3 +360,50 @@ def attach(pid: int, syscall: str, path: Path, inject: str, log: Path, *, wait_s
     proc.kill()
     proc.wait()
     return None
+
+
+# --- the lock timeline (double holders) -----------------------------------------------------
+
+_TRACED = re.compile(r"^(\d+)\s+(\d+)\.(\d+)\s+(?:<\.\.\. )?(\w+)(?:\(| resumed>)(.*)$")
+
+
+def lock_trace_wrapper(lock: Path, log: Path) -> list[str]:
+    """A driver prefix that logs, with wall-clock times, every create, link and unlink of
+    ``lock`` (``-P``: nothing else is stopped for long, nothing is tampered with)."""
+    return [STRACE, "-f", "-qq", "-ttt", "-T", "-e", "trace=open,openat,link,linkat,unlink,unlinkat",
+            "-e", "signal=none", "-P", str(lock), "-o", str(log)]
+
+
+_DURATION = re.compile(r"<(\d+)\.(\d+)>\s*$")
+
+
+def lock_events(text: str) -> list[tuple[int, str, int]]:
+    """``(pid, "acquire" | "unlink", wall ns)`` from a lock trace: an exclusive create or a
+    link onto the lock that succeeded, and an unlink of it that succeeded.
+
+    Conservative times, so that only a certain overlap counts: an acquire at its call's *exit*
+    (``-T``: entry + duration; the file existed by then), an unlink at its *entry* (the file
+    still existed until then)."""
+    out: list[tuple[int, str, int]] = []
+    pending: dict[int, str] = {}
+    for line in text.splitlines():
+        m = _TRACED.match(line)
+        if m is None:
+            continue
+        pid, name, rest = int(m.group(1)), m.group(4), m.group(5)
+        t = int(m.group(2)) * 1_000_000_000 + int(m.group(3).ljust(9, "0")[:9])
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = rest
+            continue
+        if " resumed>" in line:
+            rest = pending.pop(pid, "") + rest
+        d = _DURATION.search(rest)
+        took = int(d.group(1)) * 1_000_000_000 + int(d.group(2).ljust(9, "0")[:9]) if d else 0
+        ret = rest.rsplit("= ", 1)[-1].split(" ", 1)[0].split("<", 1)[0] if "= " in rest else "?"
+        if not ret.lstrip("-").isdigit() or int(ret) < 0:
+            continue
+        if (name in ("open", "openat") and "O_CREAT" in rest and "O_EXCL" in rest) or name in ("link", "linkat"):
+            out.append((pid, "acquire", t + took))
+        elif name in ("unlink", "unlinkat"):
+            out.append((pid, "unlink", t))
+    return out

@@ -13,10 +13,8 @@ killed writers) and the linearizability checker, with killed ops as Jepsen's ``i
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import stat
 import threading
 import time
 from collections import defaultdict
@@ -31,13 +29,15 @@ from ..linearize import LinearizabilityVerdict
 from ..oracles import interop_checks as checks
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.grammar import to_slug
-from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from ..oracles.invariants import Violation
 from ..peers import Driver, DriverError, PeerSpec, start_driver
 from ..procs import dead_pid
 from ..sandbox import Sandbox
 from ..store_checker import check
 from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
 from . import nemesis as nm
+from .nemesis_settle import describe_lock, lock_spans, settled_violations
+from .strace import strace_unavailable
 
 HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"
 PROBE_TOPIC = "Nemesis Probe"
@@ -95,6 +95,8 @@ class NemesisResult:
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     spec_dirs: dict[str, set[str]] = field(default_factory=dict)  # spec name -> store dirs
     locks_left: dict[str, str] = field(default_factory=dict)  # store dir -> its .lock when the faults ended
+    spans: list[checks.LockSpan] = field(default_factory=list)  # ok ops' lock holds, from the traces
+    traced_locks: bool = False
 
     @property
     def total_ops(self) -> int:
@@ -122,7 +124,8 @@ class NemesisResult:
             readers = [checks.StoreView(labels.get(v.reader, v.reader), v.index, v.files) for v in views]
             found += checks.lost_writes(mine, readers, impl_of=impl_of, faults=faults, reproduce=reproduce)
             found += checks.split_topics(views[0], path=str(Path(directory) / nm.INDEX), reproduce=reproduce)
-            found += checks.double_holders(mine, impl_of=impl_of, faults=faults, reproduce=reproduce)
+            spans = [sp for sp in self.spans if sp.lock == str(Path(directory) / nm.LOCK)]
+            found += checks.double_holders(mine, spans=spans, impl_of=impl_of, faults=faults, reproduce=reproduce)
         for v in self.violations:
             found.append(Finding("invariant", VIOLATION, clause=v.clause, impl=everyone, path=v.path,
                                  evidence=v.message, reproduce=reproduce))
@@ -151,8 +154,10 @@ def _iso(ms: int) -> str:
 
 class _Engine:
     def __init__(self, peers: list[PeerSpec], schedule: nm.Schedule, sandbox: Sandbox, *, timeout: float,
-                 hardened: bool, topics: tuple[str, ...]) -> None:
+                 hardened: bool, topics: tuple[str, ...], trace_locks: bool = False) -> None:
         self.schedule, self.sandbox, self.timeout, self.hardened, self.topics = schedule, sandbox, timeout, hardened, topics
+        self.trace_locks = trace_locks
+        self.traces: list[Path] = []
         self.history = History()
         self.errors: list[str] = []
         self.outcomes: list[dict[str, Any]] = []
@@ -170,8 +175,14 @@ class _Engine:
             env[HARDENED_ENV] = "1"
         return env
 
-    def start(self, spec: PeerSpec) -> Driver:
-        return start_driver(spec, self.env(spec), cwd=str(self.sandbox.root), timeout=self.timeout)
+    def start(self, spec: PeerSpec, slot: Slot | None = None) -> Driver:
+        """A driver; a writer's runs under a lock tracer when the run traces locks."""
+        wrapper: list[str] = []
+        if slot is not None and self.trace_locks:
+            log = self.sandbox.root / f"locks-{slot.name}-{len(self.traces)}.strace"
+            self.traces.append(log)
+            wrapper = nm.lock_trace_wrapper(slot.directory / nm.LOCK, log)
+        return start_driver(spec, self.env(spec), cwd=str(self.sandbox.root), timeout=self.timeout, wrapper=wrapper)
 
     # --- writers ------------------------------------------------------------------------
 
@@ -211,7 +222,7 @@ class _Engine:
         if old is not None:
             _end(old)
         try:
-            new = self.start(slot.spec)
+            new = self.start(slot.spec, slot)
         except (DriverError, OSError) as e:
             self.errors.append(f"{slot.name} ({slot.spec.name}): could not restart: {e}")
             new = None
@@ -405,48 +416,6 @@ def _end(driver: Driver) -> None:
     _close(driver)
 
 
-def describe_lock(directory: Path, slots: list[Slot]) -> str:
-    """What ``D/.lock`` was when the faults ended: whose pid (which writer), its age, or its
-    kind; empty when there was none."""
-    path = directory / nm.LOCK
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return ""
-    age = time.time() - st.st_mtime
-    if not stat.S_ISREG(st.st_mode):
-        return f"was a non-regular file ({stat.filemode(st.st_mode)}), {age:.1f} s old"
-    pid = nm.lock_holder_pid(directory)
-    if pid is None:
-        return f"was {'empty' if st.st_size == 0 else 'without a readable pid'}, {age:.1f} s old"
-    owner = next((f"{s.name} ({s.spec.name})" for s in slots if pid in s.pids), "no writer of the run")
-    return f"held pid {pid} of {owner}, {age:.1f} s old"
-
-
-def _settled_violations(root: Path, killed: set[int], families: set[str]) -> list[Violation]:
-    """S-INV checks, minus what S-INV-8 allows after a kill: a killed writer's temporaries,
-    indexed-and-tombstoned entries, and a leftover lock once any crash-like fault ran."""
-    crashy = bool(families & {"kill", "errno", "stale-lock", "foreign-lock"})
-    out = []
-    for v in check_sandbox(root, ALL_CHECKS):
-        m = nm_tmp_pid(v.path)
-        if v.message == "temporary file left behind" and m is not None and m in killed:
-            continue
-        if v.message == "lock file left behind" and crashy:
-            continue
-        if v.clause == "S-INV-7" and "kill" in families:
-            continue
-        out.append(v)
-    return out
-
-
-def nm_tmp_pid(path: str) -> int | None:
-    from ..oracles.spec import TEMP_NAME
-
-    m = TEMP_NAME.search(path)
-    return int(m.group(1)) if m else None
-
-
 def run_nemesis(
     peers: list[PeerSpec],
     schedule: nm.Schedule,
@@ -458,21 +427,30 @@ def run_nemesis(
     settle_limit: float = 75.0,
     topics: tuple[str, ...] = TOPICS,
     progress: Callable[[list[WriterStats]], None] | None = None,
+    trace_locks: bool | None = None,
 ) -> NemesisResult:
-    """Run ``schedule`` against writers of ``peers`` (round-robin over the slots), settle, check."""
+    """Run ``schedule`` against writers of ``peers`` (round-robin over the slots), settle, check.
+
+    ``trace_locks``: run every writer under an ``strace`` of its lock's creates and unlinks,
+    for the double-holder timeline; by default on where strace runs and the schedule has no
+    slow/errno fault (those attach their own strace, and a process has one tracer).
+    """
     reason = nm.strace_reason(schedule.families)
     if reason is not None:
         raise NemesisUnavailable(f"the slow and errno families need strace: {reason}")
+    if trace_locks is None:
+        trace_locks = not (nm.STRACE_FAMILIES & set(schedule.families)) and strace_unavailable() is None
     own = sandbox is None
     sb = sandbox or Sandbox.create()
-    eng = _Engine(peers, schedule, sb, timeout=timeout, hardened=hardened, topics=topics)
+    eng = _Engine(peers, schedule, sb, timeout=timeout, hardened=hardened, topics=topics, trace_locks=trace_locks)
     eng.history.meta = {"schedule": schedule.to_json(), "hardened": hardened, "topics": list(topics),
                         "impls": {s.name: s.spec.name for s in eng.slots}}
     try:
         if schedule.shared:
             prepare_shared(sb)
+        wall_minus_mono = time.time_ns() - time.monotonic_ns()
         for slot in eng.slots:
-            slot.driver = eng.start(slot.spec)
+            slot.driver = eng.start(slot.spec, slot)
             slot.pids.append(slot.driver.pid)
         barrier = threading.Barrier(len(eng.slots) + 1)
         t0 = time.monotonic()
@@ -520,15 +498,17 @@ def run_nemesis(
         directories = sorted({str(s.directory) for s in eng.slots})
         views = {d: eng.read_views(Path(d), [s for s in specs if d in spec_dirs[s.name]]) for d in directories}
         families = {o["family"] for o in eng.outcomes if o.get("effective")}
-        violations = _settled_violations(sb.root, eng.killed, families)
+        violations = settled_violations(sb.root, eng.killed, families)
         verdicts: dict[str, LinearizabilityVerdict] = {}
         ops = eng.history.ops()
         for d in directories:
             writers_here = {p for p, s in impl_of.items() if d in spec_dirs[s]}
             verdicts[d] = check([o for o in ops if o.process in writers_here], budget_s=check_budget)
+        spans = lock_spans(eng, ops, wall_minus_mono)
         result = NemesisResult(schedule, eng.history, [s.stats for s in eng.slots], seconds, impl_of, views,
                                violations, verdicts, unavailable, settle_limit, eng.errors, eng.killed,
-                               sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left)
+                               sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left,
+                               spans, eng.trace_locks)
         return result
     finally:
         eng.stop.set()

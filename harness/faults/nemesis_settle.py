@@ -1,0 +1,87 @@
+"""The settled store, judged: the lock timeline, the lock left behind, the invariants a
+nemesis run may still demand (issue 13).  Split from ``nemesis_run`` (the engine)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..oracles import interop_checks as checks
+from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from ..oracles.spec import TEMP_NAME
+from . import nemesis as nm
+
+if TYPE_CHECKING:
+    from .nemesis_run import Slot, _Engine
+
+
+def lock_spans(eng: _Engine, ops: list[Any], wall_minus_mono: int) -> list[checks.LockSpan]:
+    """Each acknowledged op's hold of its lock, from the writers' lock traces: from its
+    create (or link) to its own next unlink, cut at the op's answer (a holder whose lock was
+    replaced under it does not unlink, yet has left the critical section when it answers)."""
+    by_pid = {pid: s for s in eng.slots for pid in s.pids}
+    by_writer: dict[str, list[Any]] = defaultdict(list)
+    for o in ops:
+        by_writer[o.process].append(o)
+    spans: list[checks.LockSpan] = []
+    for log in eng.traces:
+        try:
+            events = nm.lock_events(log.read_text("utf-8", "replace"))
+        except OSError:
+            continue
+        for i, (pid, what, wall) in enumerate(events):
+            slot = by_pid.get(pid)
+            if what != "acquire" or slot is None:
+                continue
+            t = wall - wall_minus_mono
+            op = next((o for o in by_writer[slot.name] if o.start <= t and (o.end is None or t <= o.end)), None)
+            if op is None or op.type != "ok" or op.end is None:
+                continue
+            unlink = next((w for p, k, w in events[i + 1:] if p == pid and k == "unlink"), None)
+            end = op.end if unlink is None else min(op.end, unlink - wall_minus_mono)
+            spans.append(checks.LockSpan(slot.name, str(slot.directory / nm.LOCK), t, end))
+    return spans
+
+
+def describe_lock(directory: Path, slots: list[Slot]) -> str:
+    """What ``D/.lock`` was when the faults ended: whose pid (which writer), its age, or its
+    kind; empty when there was none."""
+    path = directory / nm.LOCK
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    age = time.time() - st.st_mtime
+    if not stat.S_ISREG(st.st_mode):
+        return f"was a non-regular file ({stat.filemode(st.st_mode)}), {age:.1f} s old"
+    pid = nm.lock_holder_pid(directory)
+    if pid is None:
+        return f"was {'empty' if st.st_size == 0 else 'without a readable pid'}, {age:.1f} s old"
+    owner = next((f"{s.name} ({s.spec.name})" for s in slots if pid in s.pids), "no writer of the run")
+    return f"held pid {pid} of {owner}, {age:.1f} s old"
+
+
+def settled_violations(root: Path, killed: set[int], families: set[str]) -> list[Violation]:
+    """S-INV checks, minus what S-INV-8 allows after a kill: a killed writer's temporaries,
+    indexed-and-tombstoned entries, and a leftover lock once any crash-like fault ran."""
+    crashy = bool(families & {"kill", "errno", "stale-lock", "foreign-lock"})
+    out = []
+    for v in check_sandbox(root, ALL_CHECKS):
+        m = nm_tmp_pid(v.path)
+        if v.message == "temporary file left behind" and m is not None and m in killed:
+            continue
+        if v.message == "lock file left behind" and crashy:
+            continue
+        if v.clause == "S-INV-7" and "kill" in families:
+            continue
+        out.append(v)
+    return out
+
+
+def nm_tmp_pid(path: str) -> int | None:
+    m = TEMP_NAME.search(path)
+    return int(m.group(1)) if m else None
