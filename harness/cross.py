@@ -178,8 +178,10 @@ class CrossWorker:
         return marks, written
 
     def _judge(self, sc: Scenario, marks: list[coexist.Mark], outcome: Outcome) -> None:
-        """Each mutating op kept what it did not aim at; no line flip-flops (``coexist``)."""
-        problems = [p for m in marks for p in coexist.check_step(m)] + coexist.flip_flops(marks)
+        """Each mutating op kept what it did not aim at; no line flip-flops, no topic splits
+        between the tools (``coexist``)."""
+        problems = [p for m in marks for p in coexist.check_step(m)] + coexist.flip_flops(marks) \
+            + coexist.split_topics(marks)
         for p in problems:
             outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
             key = (p.kind, p.where)

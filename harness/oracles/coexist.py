@@ -146,8 +146,7 @@ def check_step(mark: Mark) -> list[Problem]:
     before_idx, after_idx = entries(mark.before), entries(mark.after)
     aimed = targets(mark.op, mark.args, before_idx) | targets(mark.op, mark.args, after_idx)
     changed = {n for n in set(mark.before) | set(mark.after) if mark.before.get(n) != mark.after.get(n)}
-    created = _topic_files(mark.after) - _topic_files(mark.before)
-    written = changed & (aimed | created) if mark.op == "write_memory" else set()
+    written = _written(mark, aimed, changed)
     aimed |= written
     dead = tombstones(mark.before)
     where = f"step {mark.index} ({mark.op} by {mark.role}: {mark.impl})"
@@ -188,6 +187,39 @@ def check_step(mark: Mark) -> list[Problem]:
         if f in after_idx:
             out.append(Problem("removal-ignored", "SS-TOMB-4", where, f"removed {f} stays out of the index",
                                after_idx[f][0].render()))
+    return out
+
+
+def _written(mark: Mark, aimed: set[str], changed: set[str]) -> set[str]:
+    """The topic files a write wrote: changed ones it aimed at, or new ones."""
+    if mark.op != "write_memory":
+        return set()
+    created = _topic_files(mark.after) - _topic_files(mark.before)
+    return changed & (aimed | created)
+
+
+def split_topics(marks: Sequence[Mark]) -> list[Problem]:
+    """One topic (its name, case aside) that the two tools wrote into different files, both
+    kept: each tool's readers now see half of it (SS-WRITE-1: a topic matching an entry's
+    name updates that entry's file)."""
+    files: dict[str, dict[str, set[str]]] = {}
+    for m in marks:
+        topic = m.args.get("topic")
+        if m.op != "write_memory" or not m.ok or not isinstance(topic, str):
+            continue
+        changed = {n for n in set(m.before) | set(m.after) if m.before.get(n) != m.after.get(n)}
+        aimed = targets(m.op, m.args, entries(m.before)) | targets(m.op, m.args, entries(m.after))
+        files.setdefault(" ".join(topic.lower().split()), {}).setdefault(m.role, set()).update(
+            _written(m, aimed, changed))
+    out = []
+    last = marks[-1].after if marks else {}
+    for topic, by_role in sorted(files.items()):
+        both = set().union(*by_role.values())
+        kept = {f for f in both if f in last}
+        if len(by_role) > 1 and len(kept) > 1:
+            shown = "; ".join(f"{role}: {', '.join(sorted(fs))}" for role, fs in sorted(by_role.items()))
+            out.append(Problem("split-topic", "SS-WRITE-1", f"topic {topic!r}", "both tools write one file",
+                               shown))
     return out
 
 

@@ -111,3 +111,16 @@ def test_a_line_that_settles_or_is_aimed_at_is_no_flip_flop() -> None:
     one_tool = [mark(off, on, role="A", i=1, topic="Gamma"), mark(on, off, role="A", i=2, topic="Delta"),
                 mark(off, on, role="A", i=3, topic="Gamma")]
     assert flip_flops(one_tool) == []
+
+
+def test_one_topic_written_into_two_files_by_the_two_tools_is_a_split() -> None:
+    from memconform.harness.oracles.coexist import split_topics
+
+    dup = {"MEMORY.md": "# Memory Index\n\n- [Dup](dup.md) 2026-08-01T00:00:00+00:00 -- a\n- [Dup](dup-2.md) 2026-08-02T00:00:00+00:00 -- b\n",
+           "dup.md": FM + "\na\n", "dup-2.md": FM + "\nb\n"}
+    by_a = dict(dup, **{"dup-2.md": FM + "\nb\n\n## x\n\nfrom a\n"})
+    by_b = dict(by_a, **{"dup.md": FM + "\na\n\n## x\n\nfrom b\n"})
+    found = split_topics([mark(dup, by_a, role="A", i=1, topic="Dup"), mark(by_a, by_b, role="B", i=2, topic="dup")])
+    assert [(p.kind, p.clause) for p in found] == [("split-topic", "SS-WRITE-1")]
+    same = dict(by_a, **{"dup-2.md": FM + "\nb\n\n## x\n\nfrom a\n\n## y\n\nfrom b\n"})
+    assert split_topics([mark(dup, by_a, role="A", i=1, topic="Dup"), mark(by_a, same, role="B", i=2, topic="Dup")]) == []
