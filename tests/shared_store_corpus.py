@@ -91,6 +91,10 @@ FOREIGN = {
     "html-comment": ("<!-- managed by two tools -->", {}),
     "non-ascii-entry": ("- [Café ☕](cafe.md) 2026-08-01 -- überall", {"cafe.md": "c\n"}),
     "no-summary-entry": ("- [Bare](bare.md) 2026-08-01", {"bare.md": "b\n"}),
+    "zulu-stamp-entry": ("- [Zulu](zulu.md) 2026-08-01T00:00:00Z -- utc stamp", {"zulu.md": "z\n"}),
+    "pin-after-stamp-entry": ("- [Late Pin](late-pin.md) 2026-08-01 [pin] -- pinned after the stamp", {"late-pin.md": "p\n"}),
+    "double-dash-summary-entry": ("- [Dashes](dashes.md) 2026-08-01 -- a -- b", {"dashes.md": "d\n"}),
+    "brackets-summary-entry": ("- [Docs](docs.md) 2026-08-01 -- see [docs] (here)", {"docs.md": "d\n"}),
 }
 ACTIONS = {
     "write-new": (write("Fresh Topic", "fresh", "fresh summary"), "SS-WRITE-1",

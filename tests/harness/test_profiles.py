@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -81,16 +79,46 @@ def test_shared_store_corpus_judges_kinds_never_sentences(corpus: list[Scenario]
         assert sc.then.store or sc.then.matches or sc.then.no_other_files, sc.id
 
 
-def test_cli_profile_runs_only_its_scenarios() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "memconform.harness", "conformance", "--impl", "python", "--profile", "shared-store",
-         "--run", "shared-store/names/slug-*"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "profile: shared-store (6 of 6 selected scenarios)" in proc.stdout
-    none = subprocess.run(
-        [sys.executable, "-m", "memconform.harness", "conformance", "--impl", "python", "--run", "shared-store/names/slug-*"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )
-    assert none.returncode == 2 and "no scenario of profile 'openpi'" in none.stderr
+def test_cli_profile_runs_only_its_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness.cli import main
+
+    code = main(["conformance", "--impl", "python", "--profile", "shared-store", "--parallel", "1", "--no-export",
+                 "--run", "shared-store/names/slug-*"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "profile: shared-store (6 of 6 selected scenarios)" in out
+    code = main(["conformance", "--impl", "python", "--no-export", "--run", "shared-store/names/slug-*"])
+    assert code == 2 and "no scenario of profile 'openpi'" in capsys.readouterr().err
+
+
+def test_committed_corpus_is_what_the_generator_writes() -> None:
+    """tests/shared_store_corpus.py and scenarios/conformance/shared-store/ do not drift apart."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("shared_store_corpus", ROOT / "tests" / "shared_store_corpus.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    on_disk = {}
+    for p in (CORPUS / "shared-store").rglob("*.json"):
+        data = json.loads(p.read_text(encoding="utf-8"))
+        on_disk[data["id"]] = data
+    assert {sc["id"]: sc for sc in gen.SCENARIOS} == on_disk
+
+
+def test_shared_store_deviation_rows_carry_a_class() -> None:
+    from memconform.harness import deviations
+
+    sid = "shared-store/names/slug-nodejs-npm"
+    ok = deviations.parse(f"| t | 1 | {sid} | interop: breaks the other tool by X |\n")
+    deviations.check(ok, [sid])
+    assert ok[0].klass == "interop"
+    assert deviations.parse(f"| t | 1 | {sid} | harmless: another rendering |\n")[0].klass == "harmless"
+    bare = deviations.parse(f"| t | 1 | {sid} | differs somehow |\n")
+    assert bare[0].klass is None
+    with pytest.raises(deviations.DeviationsError, match="harmless"):
+        deviations.check(bare, [sid])
+    # rows of openpi-profile scenarios need no class
+    deviations.check(deviations.parse("| t | 1 | write/x | PEER-12 text |\n"), ["write/x"])
+    # every shipped shared-store row has one
+    assert all(d.klass for d in deviations.load() if d.pattern.startswith("shared-store/"))
