@@ -4,7 +4,8 @@ A cross-tool sequence runs each step on one of two implementations against one s
 Whatever either tool's result text says, after every mutating op the store must still hold
 what the *other* writes did not aim at:
 
-- every indexed entry the op did not target (orphans and tombstoned files aside, which
+- every line of the index that is not an entry (headings, prose, entry-like lines naming
+  an unsafe file), byte for byte (SS-IDX-2), and every indexed entry the op did not target (orphans and tombstoned files aside, which
   maintenance may drop), with its name, its metadata ``[pin]`` and its summary (SS-IDX-3;
   stale flags aside: stamping and healing them is maintenance, SS-IDX-6), and of duplicate
   lines a pinned survivor (SS-IDX-4);
@@ -28,6 +29,7 @@ reference's parsers.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +96,12 @@ def summary(line: Line) -> str:
     """The summary, stale flags and spacing aside (S-IDX-6 may stamp or heal them)."""
     parts = line.rest.split(" -- ", 1)
     return " ".join(parts[1].replace("[stale?]", " ").split()) if len(parts) == 2 else ""
+
+
+def _text_lines(files: Files) -> list[str]:
+    """``MEMORY.md``'s non-blank lines that are not entries (headings, prose, comments,
+    entry-like lines naming an unsafe file): kept byte for byte by every mutation."""
+    return [ln for ln in (_text(files, INDEX) or "").split("\n") if ln.strip() and parse(ln) is None]
 
 
 def tombstones(files: Files) -> set[str]:
@@ -174,6 +182,10 @@ def check_step(mark: Mark) -> list[Problem]:
             if old.name != new.name or summary(old) != summary(new):
                 out.append(Problem("foreign-loss", "SS-IDX-3", where, f"name and summary of {old.render()!r}",
                                    new.render()))
+    text_after = Counter(_text_lines(mark.after))
+    for line, n in sorted(Counter(_text_lines(mark.before)).items()):
+        if text_after[line] < n:
+            out.append(Problem("foreign-loss", "SS-IDX-2", where, f"index text line {line!r} kept", "dropped"))
     for f in sorted(_topic_files(mark.before) - aimed):
         if mark.after.get(f) != mark.before[f]:
             got = "deleted" if f not in mark.after else "rewritten"

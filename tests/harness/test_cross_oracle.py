@@ -37,9 +37,17 @@ def test_a_write_that_keeps_everything_passes() -> None:
     ({"MEMORY.md": IDX.replace("-- sb", "-- sb changed")}, ("foreign-loss", "SS-IDX-3")),
     ({"MEMORY.md": IDX.replace("[Alpha]", "[Alpha2]")}, ("foreign-loss", "SS-IDX-3")),
     ({"alpha.md": FM + "\nrewritten\n"}, ("foreign-loss", "SS-FMT-3")),
+    ({"MEMORY.md": IDX.replace("# Memory Index\n", "")}, ("foreign-loss", "SS-IDX-2")),
 ])
 def test_planted_losses_on_lines_and_files_the_op_did_not_aim_at(change: dict[str, str], expected: tuple[str, str]) -> None:
     assert expected in kinds(mark(BASE, dict(BASE, **change), topic="Gamma"))
+
+
+def test_text_lines_and_unsafe_entry_like_lines_are_kept() -> None:
+    before = dict(BASE, **{"MEMORY.md": IDX + "- [Hidden](.hidden.md) 2026-08-01 -- h\nprose\n"})
+    assert ("foreign-loss", "SS-IDX-2") in kinds(mark(before, BASE, topic="Gamma"))
+    blank_lines_differ = dict(before, **{"MEMORY.md": before["MEMORY.md"].replace("\n\n", "\n\n\n")})
+    assert kinds(mark(before, blank_lines_differ, topic="Gamma")) == []
 
 
 def test_a_deleted_foreign_topic_file_is_a_loss() -> None:
