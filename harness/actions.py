@@ -95,6 +95,6 @@ def perform(sandbox: Sandbox, step: Step, now_ms: Callable[[], int], driver_pid:
         created = now_ms() - int(age * 1000)
         content = args.get("content", f"{pid}\t{created}\tplanted")
         p.write_bytes(content.encode("utf-8"))
-        os.utime(p, (created / 1000, created / 1000))
+        os.utime(p, ns=(created * 1_000_000, created * 1_000_000))  # exact: ages compare to the ms
     else:
         raise ValueError(f"not a sandbox file action: {op!r}")

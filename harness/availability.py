@@ -169,6 +169,8 @@ def measure(
             if kind not in (BUSY, "error", "other"):
                 # a moving clock ages the lock while the writer polls (3 s in shared mode)
                 waited = time.monotonic() - started if clock is None or clock.get("mode") != "frozen" else 0.0
+                if clock is not None and clock.get("mode") == "virtual" and answer.clock_ms is not None:
+                    waited = answer.clock_ms / 1000 - writer_now()  # the virtual time it polled
                 result.seconds = round(age + waited, 1)
                 return result
     finally:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .availability import LockState, measure
@@ -80,6 +81,9 @@ def spec_verdict(cell: Cell) -> str:
     return "reclaim" if cell.age > 60 else "busy"  # no readable pid: alive until 60 s
 
 
+VIRTUAL_SLACK_S = 0.05  # in virtual time a busy answer comes at the window, at most a poll or two late
+
+
 def spec_seconds(cell: Cell) -> float:
     if spec_verdict(cell) != "busy":
         return 0.0
@@ -95,13 +99,17 @@ class CellResult:
     detail: str = ""
     unavailable: float | None = 0.0  # lock age (s) at a fresh writer's first success; None: never
     store: str = ""  # the locked directory, relative to the sandbox
+    virtual: bool = False  # ``seconds`` is the driver's virtual clock, not the wall clock
 
     @property
     def timely(self) -> bool:
-        """Busy within the policy's window (S-LOCK-6/7), give or take scheduling."""
+        """Busy within the policy's window (S-LOCK-6/7): in virtual time exactly (at most one
+        poll interval late), in real time give or take scheduling."""
         if self.verdict != "busy":
             return True
         window = spec_seconds(self.cell)
+        if self.virtual:
+            return window <= self.seconds <= window + VIRTUAL_SLACK_S
         return window * 0.9 <= self.seconds <= window + 1.0
 
     @property
@@ -140,8 +148,8 @@ def _holder(kind: str) -> Iterator[tuple[int, list[str]]]:
         child.wait()
 
 
-def _plant(lock: Path, cell: Cell, pid: int, outside: Path) -> None:
-    created = time.time() - cell.age
+def _plant(lock: Path, cell: Cell, pid: int, outside: Path, now_ms: int) -> None:
+    created = now_ms / 1000 - cell.age
     token = f"{pid}\t{int(created * 1000)}\tmatrix"
     if cell.content == "valid":
         lock.write_text(token)
@@ -161,10 +169,13 @@ def _plant(lock: Path, cell: Cell, pid: int, outside: Path) -> None:
     elif cell.content == "directory":
         lock.mkdir()
     if cell.content != "absent":
-        os.utime(lock, (created, created), follow_symlinks=False)
+        ns = (now_ms - round(cell.age * 1000)) * 1_000_000  # exact: the virtual clock reads ms
+        os.utime(lock, ns=(ns, ns), follow_symlinks=False)
 
 
-def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
+def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bool = False) -> CellResult:
+    """One cell; in virtual time where the driver offers it (its waits cost no wall time and
+    are measured exactly), on the real clock with ``real_time``."""
     sb = Sandbox.create()
     expected = spec_verdict(cell)
     try:
@@ -183,30 +194,40 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0) -> CellResult:
             lock = directory / LOCK_NAME
             if lock.exists() or lock.is_symlink():
                 lock.unlink()
-            _plant(lock, cell, pid, sb.root / "outside-target")
+            now_ms = int(time.time() * 1000)
+            _plant(lock, cell, pid, sb.root / "outside-target", now_ms)
             before = _lock_state(lock)
             driver = start_driver(spec, env, cwd=str(sb.root), timeout=timeout, wrapper=wrapper)
+            clock = None if real_time or "virtual" not in driver.clock_modes else {
+                "now": datetime.fromtimestamp(now_ms / 1000, UTC).isoformat(timespec="milliseconds"),
+                "mode": "virtual"}
             try:
+                if clock is not None:
+                    driver.call("set_clock", clock)
                 t0 = time.monotonic()
                 answer = driver.call("write_memory", {"topic": "Matrix", "content": "x", "summary": "s"})
                 seconds = time.monotonic() - t0
+                if clock is not None and answer.clock_ms is not None:
+                    seconds = (answer.clock_ms - now_ms) / 1000
             finally:
                 driver.close()
+            virtual = clock is not None
             if not answer.ok:
                 return CellResult(cell, expected, "error", seconds, str(answer.error))
             kind = result_kind(answer.result)
             if kind == BUSY:
                 intact = _lock_state(lock) == before
-                outage = measure(spec, sb, [lock], env=env, from_age=cell.age + 1, timeout=timeout, wrapper=wrapper)
+                outage = measure(spec, sb, [lock], env=env, from_age=cell.age + 1, timeout=timeout, wrapper=wrapper,
+                                 clock=clock, writer_now=(lambda: now_ms / 1000) if virtual else time.time)
                 return CellResult(
                     cell, expected, "busy", seconds, "" if intact else "lock changed while busy", outage.seconds,
-                    os.path.relpath(directory, sb.root),
+                    os.path.relpath(directory, sb.root), virtual,
                 )
             if kind == "created":
                 verdict = "acquire" if cell.content == "absent" else "reclaim"
                 left = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
-                return CellResult(cell, expected, verdict, seconds, left)
-            return CellResult(cell, expected, "error", seconds, str(answer.result))
+                return CellResult(cell, expected, verdict, seconds, left, virtual=virtual)
+            return CellResult(cell, expected, "error", seconds, str(answer.result), virtual=virtual)
     except DriverError as e:
         return CellResult(cell, expected, "error", 0.0, str(e))
     finally:
@@ -304,13 +325,14 @@ def run_matrix(
     *,
     parallel: int = 16,
     on_result: Callable[[CellResult], None] | None = None,
+    real_time: bool = False,
 ) -> list[CellResult]:
-    """Cells run concurrently: a busy cell mostly waits on its lock window."""
+    """Cells run concurrently: a busy cell mostly waits on its lock window (in real time)."""
     results: dict[Cell, CellResult] = {}
     lock = threading.Lock()
 
     def one(cell: Cell) -> None:
-        r = run_cell(spec, cell)
+        r = run_cell(spec, cell, real_time=real_time)
         with lock:
             results[cell] = r
             if on_result is not None:

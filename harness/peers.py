@@ -22,6 +22,7 @@ with an error of kind ``unavailable`` naming the import error or the missing exp
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -29,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .hangwatch import wait_line
 from .procs import blocked_in
 from .validation import first_error
 
@@ -62,6 +65,7 @@ class DriverError(Exception):
         self.hung: str | None = None  # the op the driver stopped answering, on a timeout
         self.blocked: str | None = None  # the syscall and file it was blocked in, when readable
         self.waited = 0.0  # how long it was given
+        self.stuck = "hang"  # hang (a kernel wait, or silence) | livelock (spinning), when hung
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class Answer:
     ok: bool
     result: Any = None
     error: dict[str, Any] | None = None
+    clock_ms: int | None = None  # the driver's clock after the op, when it is virtual
 
 
 @dataclass
@@ -199,6 +204,17 @@ class Driver:
             self._stderr_pump = None  # waited once: a grandchild holding the pipe costs no more
         return b"".join(self._stderr).decode("utf-8", "replace")
 
+    def stderr_drained(self) -> bool:
+        """Nothing waits unread in the stderr pipe (FIONREAD is 0)."""
+        if self.proc is None or self.proc.stderr is None:
+            return True
+        try:
+            buf = bytearray(4)
+            fcntl.ioctl(self.proc.stderr.fileno(), termios.FIONREAD, buf)
+        except (OSError, ValueError):
+            return True
+        return int.from_bytes(buf, sys.byteorder) == 0
+
     def take_stderr(self) -> str:
         text = self.stderr()
         self._stderr.clear()
@@ -211,6 +227,11 @@ class Driver:
     @property
     def ops(self) -> set[str]:
         return set(self.hello.get("ops", []))
+
+    @property
+    def clock_modes(self) -> set[str]:
+        """The ``set_clock`` modes the driver offers (``virtual``: timers move the clock)."""
+        return set(self.hello.get("clock_modes", ["frozen", "offset"]))
 
     def call(self, op: str, args: dict[str, Any] | None = None, timeout: float | None = None) -> Answer:
         """Send one request and wait for its answer; kills the driver on a hang."""
@@ -230,9 +251,12 @@ class Driver:
             raise DriverError(f"{self.spec.name}: driver is gone ({e})", self.stderr()) from None
         wait = self.timeout if timeout is None else timeout
         try:
-            line = self._lines.get(timeout=wait)
+            if self.wrapper:  # strace stops and delays its tracee: only the timeout can judge
+                line, stuck = self._lines.get(timeout=wait), None
+            else:
+                line, stuck = wait_line(self._lines, self.pid, self.cwd, wait)
         except queue.Empty:
-            blocked = blocked_in(self.proc.pid, self.cwd) if self.proc.poll() is None else None
+            blocked = blocked_in(self.pid, self.cwd) if self.proc.poll() is None else None
             self.kill()
             where = f", blocked in {blocked}" if blocked else ""
             error = DriverError(
@@ -240,6 +264,15 @@ class Driver:
                 self.stderr(),
             )
             error.hung, error.blocked, error.waited = op, blocked, wait
+            raise error from None
+        if stuck is not None:  # blocked or spinning: it will never answer, so do not wait it out
+            self.kill()
+            how = f"blocked in {stuck.where}" if stuck.kind == "hang" else f"spinning ({stuck.where})"
+            error = DriverError(
+                f"{self.spec.name}: no answer to {op!r}: {how} after {stuck.seconds:.2f} s (driver killed)",
+                self.stderr(),
+            )
+            error.hung, error.blocked, error.waited, error.stuck = op, stuck.where, round(stuck.seconds, 2), stuck.kind
             raise error from None
         if line is None:
             code = self.proc.wait()
@@ -261,7 +294,9 @@ class Driver:
             raise DriverError(
                 f"{self.spec.name}: answer to {op!r} has id {got!r}, expected {rid}", self.stderr()
             )
-        return Answer(bool(message.get("ok")), message.get("result"), message.get("error"))
+        clock = message.get("clock_ms")
+        return Answer(bool(message.get("ok")), message.get("result"), message.get("error"),
+                      clock if isinstance(clock, int) else None)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from . import actions
+from . import actions, hangwatch
 from .oracles import hazards
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import Finding
@@ -68,8 +68,10 @@ class Worker:
         validate: bool = False,
         strict: bool = False,
         tmp_parent: str | None = None,
+        real_time: bool = False,
     ) -> None:
         self.spec, self.timeout, self.validate, self.strict = spec, timeout, validate, strict
+        self.real_time = real_time  # never virtual time, even where the driver offers it
         self.sandbox = Sandbox.create(tmp_parent)
         self.driver: Driver | None = None
         self.impl = ""
@@ -102,6 +104,10 @@ class Worker:
             if "reset" in self.driver.ops:
                 self.driver.call("reset")
                 return self.driver, False
+            if "fresh_instance" in self.driver.ops:  # the module graph loaded anew (OpenCode)
+                answer = self.driver.call("fresh_instance")
+                if answer.ok:
+                    return self.driver, False
             self.driver.close()
         self.driver = self._start()
         return self.driver, False
@@ -115,15 +121,33 @@ class Worker:
     # --- clock ---------------------------------------------------------------------------
 
     def now_ms(self) -> int:
+        """The scenario's clock as the driver sees it (virtual: as its last answer said)."""
         if self.clock_mode == "offset":
             return self.clock_ms + int((time.monotonic() - self.clock_started) * 1000)
         return self.clock_ms
+
+    def clock_mode_for(self, driver: Driver, sc: Scenario) -> str:
+        """``offset`` runs as ``virtual`` where the driver offers it, unless real time is asked
+        for (``--real-time`` or the scenario's ``real_time``)."""
+        mode = sc.clock.mode
+        if mode == "offset" and not (self.real_time or sc.real_time) and "virtual" in driver.clock_modes:
+            return "virtual"
+        return mode
 
     def _set_clock(self, driver: Driver, now_ms: int, tz: str, mode: str) -> None:
         self.clock_ms, self.clock_mode, self.clock_started = now_ms, mode, time.monotonic()
         answer = driver.call("set_clock", {"now": iso_instant(now_ms), "mode": mode, "tz": tz})
         if not answer.ok:
             raise DriverError(f"set_clock refused: {answer.error}")
+        self._clock_from(answer)
+
+    def _clock_from(self, answer: Answer) -> float | None:
+        """Under a virtual clock: take the driver's time from its answer; the seconds it moved."""
+        if self.clock_mode != "virtual" or answer.clock_ms is None:
+            return None
+        moved = (answer.clock_ms - self.clock_ms) / 1000.0
+        self.clock_ms = answer.clock_ms
+        return moved
 
     # --- running --------------------------------------------------------------------------
 
@@ -150,6 +174,8 @@ class Worker:
             answer = driver.call(step.op, step.args, timeout=step.timeout)
             elapsed = time.monotonic() - t0
             outcome.op_seconds += elapsed
+            if (moved := self._clock_from(answer)) is not None:
+                elapsed = moved  # timings are judged on the clock the implementation waited on
             outcome.answers.append(answer)
             where = f"step {i + 1} ({step.op})"
             outcome.failures += check_answer(where, answer, step.expect, elapsed, stderr, self.strict,
@@ -175,8 +201,11 @@ class Worker:
     def _hang(self, sc: Scenario, error: DriverError, outcome: Outcome) -> None:
         """The ``hang`` hazard, with the syscall and file the driver waited in (issue 12 item 2)."""
         assert error.hung is not None
-        found = hazards.hang(error.hung, error.blocked, root=str(self.sandbox.root),
-                             clause=",".join(sc.clauses), seconds=error.waited)
+        if error.stuck == "livelock":
+            found = hangwatch.livelock(error.hung, error.blocked, clause=",".join(sc.clauses), seconds=error.waited)
+        else:
+            found = hazards.hang(error.hung, error.blocked, root=str(self.sandbox.root),
+                                 clause=",".join(sc.clauses), seconds=error.waited)
         outcome.findings.append(replace(
             found, impl=f"{self.impl} {self.version}".strip(),
             reproduce=f"memconform replay {sc.path} --impl {self.spec.name}",
@@ -194,6 +223,10 @@ class Worker:
             sc = scenario.bind(self.sandbox.placeholders())
             actions.place_given(self.sandbox, sc.given)
             before = snapshot(self.sandbox.root)
+            known = self.driver.ops if self.driver is not None and sc.needs_fresh_process else set()
+            if known and (lacking := sorted(sc.driver_ops - known)):  # no fresh driver to learn that
+                outcome.status, outcome.reason = "skip", f"driver lacks op(s) {', '.join(lacking)}"
+                return outcome
             driver, is_fresh = self._driver_for(sc)
             fresh = driver if is_fresh else None
             missing = sorted(sc.driver_ops - driver.ops)
@@ -201,7 +234,7 @@ class Worker:
                 outcome.status, outcome.reason = "skip", f"driver lacks op(s) {', '.join(missing)}"
                 return outcome
             sc = sc.bind({"PID": str(driver.pid)})
-            self._set_clock(driver, sc.clock.now_ms, sc.clock.tz, sc.clock.mode)
+            self._set_clock(driver, sc.clock.now_ms, sc.clock.tz, self.clock_mode_for(driver, sc))
             driver.take_stderr()
             written = self._steps(sc, driver, outcome)
             after = snapshot(self.sandbox.root)
@@ -241,12 +274,20 @@ class Worker:
 
 
 def _wait_stderr(driver: Driver, needles: tuple[str, ...], seconds: float = 2.0) -> str:
-    """Stderr arrives on its own pipe; wait (bounded) for the lines we expect."""
+    """Stderr arrives on its own pipe; wait (bounded) for the lines we expect.
+
+    A driver writes its stderr before the answer (node's pipes are synchronous, Python's
+    stderr is line-buffered), so once the pipe is empty and nothing new came for 30 ms the
+    lines are not coming: stop waiting then instead of at the bound."""
     deadline = time.monotonic() + seconds
     text = driver.stderr()
+    quiet = 0
     while not all(n in text for n in needles) and time.monotonic() < deadline:
         threading.Event().wait(0.01)
-        text = driver.stderr()
+        before, text = text, driver.stderr()
+        quiet = quiet + 1 if text == before and driver.stderr_drained() else 0
+        if quiet >= 3:
+            break
     return text
 
 
@@ -262,14 +303,19 @@ def run_all(
     validate: bool = False,
     strict: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
+    real_time: bool = False,
 ) -> list[Outcome]:
-    """Run every scenario; one persistent driver per worker thread."""
+    """Run every scenario; one persistent driver per worker thread.
+
+    Scenarios marked ``real_time`` run afterwards, one at a time (the serial tail): their
+    timings need the real clock and a machine the other workers do not load."""
     lock = threading.Lock()
-    pending = list(reversed(scenarios))
+    pending = list(reversed([sc for sc in scenarios if not sc.real_time]))
+    tail = [sc for sc in scenarios if sc.real_time]
     results: dict[str, Outcome] = {}
 
     def work() -> None:
-        worker = Worker(spec, timeout=timeout, validate=validate, strict=strict)
+        worker = Worker(spec, timeout=timeout, validate=validate, strict=strict, real_time=real_time)
         try:
             while True:
                 with lock:
@@ -285,6 +331,9 @@ def run_all(
             worker.close()
 
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        for f in [pool.submit(work) for _ in range(max(1, parallel))]:
+        for f in [pool.submit(work) for _ in range(max(1, min(parallel, len(pending))))]:
             f.result()
+    if tail:
+        pending = list(reversed(tail))
+        work()
     return [results[sc.id] for sc in scenarios]

@@ -214,6 +214,11 @@ class Scenario:
         return self.fresh_process or bool(self.env)
 
     @property
+    def real_time(self) -> bool:
+        """``real_time``: it must run on the real clock and a quiet machine (serial tail)."""
+        return bool(self.data.get("real_time"))
+
+    @property
     def driver_ops(self) -> set[str]:
         """The ops the driver must offer (file actions are the harness's own)."""
         return {s.op for s in self.steps if not s.is_file_action}

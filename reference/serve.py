@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from . import facade_ops
-from .clock import Clock, ControlledClock, SystemClock, parse_instant
+from .clock import CLOCK_MODES, Clock, ControlledClock, SystemClock, parse_instant, stamp_own_locks
 from .compaction import (
     build_compaction_consolidation_prompt,
     build_consolidation_prompt,
@@ -137,7 +137,8 @@ class Server:
         }
 
     def hello(self, args: Args) -> object:
-        return {"impl": IMPL, "version": VERSION, "pid": os.getpid(), "ops": sorted(self.ops)}
+        return {"impl": IMPL, "version": VERSION, "pid": os.getpid(), "ops": sorted(self.ops),
+                "clock_modes": list(CLOCK_MODES)}
 
     def reset(self, args: Args) -> None:
         """Forget all process-global state, as a fresh process would (S-INV-10, C-8)."""
@@ -150,9 +151,16 @@ class Server:
             os.environ["TZ"] = str(args["tz"])
             time.tzset()
         mode = str(args.get("mode", "frozen"))
-        if mode not in ("frozen", "offset"):
+        if mode not in CLOCK_MODES:
             raise ValueError(f"unknown clock mode {mode}")
-        self.store.clock = ControlledClock(parse_instant(str(args["now"])), mode)  # type: ignore[arg-type]
+        self.store.clock = ControlledClock(parse_instant(str(args["now"])), mode)
+        if mode == "virtual":
+            stamp_own_locks(self.store.fs, self.virtual_now)
+
+    def virtual_now(self) -> int | None:
+        """The clock's time when it is virtual (what answers report as ``clock_ms``)."""
+        clock = self.store.clock
+        return clock.now_ms() if isinstance(clock, ControlledClock) and clock.virtual else None
 
     def advance_clock(self, args: Args) -> None:
         clock = self.store.clock
@@ -189,8 +197,14 @@ class Server:
         try:
             result = self.ops[op](args)
         except Exception as e:
-            return {"id": rid, "ok": False, "error": to_js_json(describe(e))}, False
-        return {"id": rid, "ok": True, "result": to_js_json(result)}, op == "exit"
+            failed = {"id": rid, "ok": False, "error": to_js_json(describe(e))}
+            if (now := self.virtual_now()) is not None:
+                failed["clock_ms"] = now
+            return failed, False
+        answer = {"id": rid, "ok": True, "result": to_js_json(result)}
+        if (now := self.virtual_now()) is not None:
+            answer["clock_ms"] = now
+        return answer, op == "exit"
 
 
 def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:

@@ -9,6 +9,7 @@ shown and counted; a run in which no scenario executed is a setup error (exit 2)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -47,7 +48,10 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--run", action="append", default=[], metavar="GLOB", help="only scenario ids matching")
     c.add_argument("--skip", action="append", default=[], metavar="GLOB", help="skip scenario ids matching")
     c.add_argument("--junit", type=Path, help="write a JUnit XML report (findings as failures)")
-    c.add_argument("--parallel", type=positive_int, default=1, help="worker count (one driver each)")
+    c.add_argument("--parallel", type=positive_int, default=os.cpu_count() or 1,
+                   help="worker count (one driver each; default: one per core)")
+    c.add_argument("--real-time", action="store_true",
+                   help="run every driver on the real clock (default: virtual time where the driver offers it)")
     selection.add_arguments(c)
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
     c.add_argument("--profile", choices=PROFILES, help="contract to judge by (default: openpi for python and pi:, "
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     with progress(f"conformance {spec.name}", len(scenarios), quiet=args.quiet) as bar:
         outcomes = run_all(
             spec, scenarios, parallel=args.parallel, timeout=args.timeout,
-            validate=args.validate_protocol, strict=args.strict,
+            validate=args.validate_protocol, strict=args.strict, real_time=args.real_time,
             on_outcome=lambda o: bar.advance(note=o.scenario.id),
         )
     apply_deviations(outcomes, info.name, info.version)

@@ -55,6 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_report_arguments(p)
     p.add_argument("--mode", choices=MODES, action="append", help="local and/or shared (default both)")
     p.add_argument("--parallel", type=positive_int, default=16, help="cells run at once (default: %(default)s)")
+    p.add_argument("--real-time", action="store_true",
+                   help="wait the lock windows out on the real clock (default: virtual time where the driver offers it)")
     add_quiet_argument(p)
 
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     selected = cells(tuple(args.mode or MODES))
     with progress(f"locks {spec.name}", len(selected), quiet=args.quiet) as bar:
-        results = run_matrix(spec, selected, parallel=args.parallel,
+        results = run_matrix(spec, selected, parallel=args.parallel, real_time=args.real_time,
                              on_result=lambda r: bar.advance(note=r.cell.name))
     for r in results:
         print(_row(r))

@@ -29,7 +29,7 @@
 // answers kind "unavailable" naming the problem.
 
 import path from 'node:path';
-import { Unsupported, firstLine, has, identify, load, serve, setClock, targetPath } from './protocol.mjs';
+import { CLOCK_MODES, Unsupported, firstLine, has, identify, load, serve, setClock, targetPath } from './protocol.mjs';
 
 const FAMILY = 'openclaude-memory';
 const REQUIRED = ['write_memory', 'remove_memory', 'pin_memory'];
@@ -137,7 +137,7 @@ const OPS = {
   // No `reset`: the plugin's helper module keeps process state that a re-import of the
   // plugin would not renew, so the harness starts a fresh driver for every scenario.
   hello: () => ({
-    ...identity, module: pluginPath, missing: missing(), pid: process.pid, ops: availableOps(),
+    ...identity, module: pluginPath, missing: missing(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES,
   }),
   set_clock: args => setClock(args),
   write_memory: args => runTool('write_memory', args),

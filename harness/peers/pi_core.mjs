@@ -26,7 +26,7 @@
 // calls), cannot be driven: every op, hello first, answers kind "unavailable" naming the
 // import error or the missing exports.
 
-import { Unsupported, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
+import { CLOCK_MODES, Unsupported, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
 
 const FAMILY = 'openpi-memory';
 const REQUIRED = ['executeWriteMemory', 'executeRemoveMemory', 'executePinMemory'];
@@ -74,7 +74,7 @@ function fn(name) {
 // op -> [core export it needs (or null), handler(args)]
 const OPS = {
   hello: [null, () => ({
-    ...identity, module: corePath, missing: missingExports(), pid: process.pid, ops: availableOps(),
+    ...identity, module: corePath, missing: missingExports(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES,
   })],
   reset: [null, () => reset()],
   set_clock: [null, args => setClock(args)],

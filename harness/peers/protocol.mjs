@@ -13,16 +13,17 @@
 // lacks the exports the driver needs, still starts and answers every op (hello too) with
 // an error of kind "unavailable" naming the problem, which it also prints on stderr.
 //
-// Clock control: the global Date is replaced by a subclass whose Date.now() and
-// argument-less `new Date()` read a controllable clock. Until the first set_clock (and
-// after resetClock()) the clock is the real wall clock.
+// Clock control (clock.mjs): Date, setTimeout/setInterval/setImmediate and performance.now
+// are replaced by a controllable clock: frozen, offset, or virtual (timers advance the
+// clock instead of waiting; every answer then carries the clock as clock_ms). Until the
+// first set_clock (and after resetClock()) the clock is the real wall clock.
 
 import { createInterface } from 'node:readline';
-import { performance } from 'node:perf_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { spawnSync } from 'node:child_process';
+import { during, virtualNow } from './clock.mjs';
 
 // ---------------------------------------------------------------- stdout guard
 // Anything the implementation (or a library) prints with console.log must not corrupt
@@ -32,50 +33,9 @@ for (const name of ['log', 'info', 'debug', 'warn']) {
 }
 
 // ---------------------------------------------------------------- clock
-const RealDate = globalThis.Date;
-let clockState = null; // null: real time; {frozen: ms} or {base: ms, t0: perf}
-
-function controlledNow() {
-  if (clockState === null) return RealDate.now();
-  if ('frozen' in clockState) return clockState.frozen;
-  return clockState.base + Math.floor(performance.now() - clockState.t0);
-}
-
-class ControlledDate extends RealDate {
-  constructor(...args) {
-    if (args.length === 0) super(controlledNow());
-    else super(...args);
-  }
-  static now() {
-    return controlledNow();
-  }
-}
-globalThis.Date = ControlledDate;
-
-function parseInstant(value) {
-  if (typeof value === 'number' && Number.isFinite(value)) return Math.trunc(value);
-  if (typeof value === 'string') {
-    const ms = RealDate.parse(value);
-    if (!Number.isNaN(ms)) return ms;
-  }
-  throw new TypeError(`set_clock: "now" must be an ISO-8601 instant or epoch milliseconds, got ${JSON.stringify(value)}`);
-}
-
-// The set_clock op: {now, mode: "frozen" | "offset", tz?}.
-export function setClock(args) {
-  // TZ may change between scenarios: Node re-reads process.env.TZ on assignment.
-  if (typeof args.tz === 'string') process.env.TZ = args.tz;
-  const ms = parseInstant(args.now);
-  if (args.mode === 'frozen') clockState = { frozen: ms };
-  else if (args.mode === 'offset') clockState = { base: ms, t0: performance.now() };
-  else throw new TypeError(`set_clock: "mode" must be "frozen" or "offset", got ${JSON.stringify(args.mode)}`);
-  return null;
-}
-
-// Back to the real wall clock (what a fresh process sees).
-export function resetClock() {
-  clockState = null;
-}
+// Date, timers and performance.now are replaced in clock.mjs (imported above, so before any
+// implementation): set_clock, resetClock and the virtual time that answers report.
+export { CLOCK_MODES, resetClock, setClock } from './clock.mjs';
 
 // ---------------------------------------------------------------- helpers
 export function has(obj, key) {
@@ -182,6 +142,8 @@ function describeError(err) {
 }
 
 function send(obj) {
+  const now = virtualNow();
+  if (now !== undefined) obj = { ...obj, clock_ms: now };
   let line;
   try {
     line = JSON.stringify(obj);
@@ -232,7 +194,7 @@ export function serve(ops, { unsupported = defaultUnsupported, unavailable = nul
       return false;
     }
     try {
-      const result = await ops[op](args);
+      const result = await during(() => ops[op](args));
       await send({ id, ok: true, result: result === undefined ? null : result });
     } catch (err) {
       const error = err instanceof Unsupported ? { kind: 'unsupported', message: err.message }

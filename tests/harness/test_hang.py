@@ -81,20 +81,24 @@ def test_a_timed_out_call_says_where_the_driver_was_blocked(tmp_path: Path) -> N
     (sandbox / "agent").mkdir(parents=True)
     fifo = sandbox / "agent" / "HANDOFF.md"
     os.mkfifo(fifo)
-    driver = start_driver(PeerSpec("node", str(script)), dict(os.environ), cwd=str(sandbox), timeout=1.0)
+    driver = start_driver(PeerSpec("node", str(script)), dict(os.environ), cwd=str(sandbox), timeout=10.0)
     try:
+        t0 = time.monotonic()
         with pytest.raises(DriverError) as caught:
             driver.call("read_handoff", {"path": str(fifo)})
+        seconds = time.monotonic() - t0
     finally:
         driver.close()
     error = caught.value
+    # caught by the hang watch (issue 15): blocked 200 ms with no progress, long before the 10 s timeout
+    assert seconds < 1.0 and 0.2 <= error.waited < 1.0 and error.stuck == "hang"
     assert error.hung == "read_handoff" and error.blocked == f"openat({fifo})"
     assert f"blocked in openat({fifo})" in str(error)
     found = hazards.hang(error.hung, error.blocked, root=str(sandbox), clause="S-HANDOFF-11",
                          seconds=error.waited)
     assert found.severity == "hazard" and found.syscall == "openat(agent/HANDOFF.md)"
     assert found.evidence == ("the tool never answers: blocked in openat of agent/HANDOFF.md (fifo); "
-                              "the driver was killed after 1 s")
+                              f"the driver was killed after {error.waited:g} s")
 
 
 def test_hang_without_a_readable_wait_still_names_the_op() -> None:
