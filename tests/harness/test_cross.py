@@ -4,8 +4,6 @@ judged by outcome kind, the store and the co-writer oracle; ``conformance --with
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,26 +75,29 @@ def test_files_outside_the_shared_store_are_the_tools_own() -> None:
     assert o.status == "pass", [f.render() for f in o.failures] or o.reason
 
 
-def _cli(*args: str, tmp: Path) -> tuple[int, str, dict[str, Any]]:
+def _cli(*args: str, tmp: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, dict[str, Any]]:
+    """``memconform conformance --impl python …`` in this process (the drivers are processes)."""
+    from memconform.harness.cli import main
+
     out = tmp / "r.json"
-    p = subprocess.run([sys.executable, "-m", "memconform.harness", "conformance", "--impl", "python",
-                        *args, "--no-export", "--json", str(out)], capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout + p.stderr, json.loads(out.read_text()) if out.exists() else {}
+    code = main(["conformance", "--impl", "python", *args, "--no-export", "--quiet", "--json", str(out)])
+    seen = capsys.readouterr()
+    return code, seen.out + seen.err, json.loads(out.read_text()) if out.exists() else {}
 
 
-def test_conformance_with_runs_a_pair(tmp_path: Path) -> None:
-    code, text, report = _cli("--with", "python", "--run", "cross/removal-by-b-honoured-on-other-writes", tmp=tmp_path)
+def test_conformance_with_runs_a_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text, report = _cli("--with", "python", "--run", "cross/removal-by-b-honoured-on-other-writes",
+                              tmp=tmp_path, capsys=capsys)
     assert code == 0, text
     assert "pair: A=memconform-reference" in text and "1 passed" in text
     assert report["pair"] == {"A": "python", "B": "python"}
 
 
-def test_conformance_with_and_against_are_a_usage_error(tmp_path: Path) -> None:
-    code, text, _ = _cli("--with", "python", "--against", "python", tmp=tmp_path)
-    assert code == 2 and "--with and --against" in text and "Traceback" not in text
-
-
-@pytest.mark.parametrize("glob", ["cross/no-such-*"])
-def test_an_empty_cross_selection_is_a_usage_error(glob: str, tmp_path: Path) -> None:
-    code, text, _ = _cli("--with", "python", "--run", glob, tmp=tmp_path)
-    assert code == 2 and "no cross-tool sequence selected" in text
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--against", "python"], "--with and --against"),
+    (["--run", "cross/no-such-*"], "no cross-tool sequence selected"),
+])
+def test_bad_pair_runs_are_one_line_usage_errors(extra: list[str], says: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, text, _ = _cli("--with", "python", *extra, tmp=tmp_path, capsys=capsys)
+    assert code == 2 and says in text and "Traceback" not in text
