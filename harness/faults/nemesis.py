@@ -12,8 +12,8 @@ Families, each as a real store sees it:
 - ``pause``: SIGSTOP a writer (half the time the holder, inside its critical section) for
   longer than every tool's lock window (local 0.5 s; shared 3 s, OpenCode 5 s), then SIGCONT.
 - ``stale-lock``: plant, only with ``O_EXCL`` when no lock exists, what a crashed writer leaves:
-  a dead pid's token aged past 10 s, or an empty lock aged past 60 s (S-INV-8.6); removed at
-  the fault's end only if it is still the planted inode.
+  a dead pid's token aged past 10 s, or an empty lock aged past 60 s (S-INV-8.6); nobody removes
+  it but the writers' reclaim (its owner is dead), the outcome says whether they did.
 - ``foreign-lock``: plant the same way what other tools and restores leave: an empty file,
   garbage, a directory, a symlink, a FIFO, a live pid of another user; removed after a while
   as its owner would (only while it is still the planted inode).
@@ -268,6 +268,15 @@ def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int 
             os.utime(path, (then, then))
         return Planted(path, kind, ino, content=data)
     return None
+
+
+def still_planted(p: Planted) -> bool:
+    """Whether ``D/.lock`` is still the planted inode with the planted content."""
+    try:
+        st = os.lstat(p.path)
+    except OSError:
+        return False
+    return st.st_ino == p.ino and (p.content is None or _content(p.path) == p.content)
 
 
 def remove_planted(p: Planted) -> str:

@@ -311,7 +311,11 @@ class _Engine:
             out["skipped"] = "a lock was held throughout"
             return
         self.stop.wait(float(plan.params.get("duration", 1.0)))
-        out["removed"] = nm.remove_planted(planted)
+        if plan.family == "stale-lock":
+            # a crashed writer's lock has no owner to remove it: the writers must reclaim it
+            out["removed"] = "still there" if nm.still_planted(planted) else "reclaimed"
+        else:
+            out["removed"] = nm.remove_planted(planted)
 
     _stale_lock = _plant
     _foreign_lock = _plant
