@@ -92,7 +92,7 @@ def lost_topics(after: State, final: State, intent: Intent, model: str) -> list[
             rel = f"{d}/{fname}"
             if final.get(rel) is None or intent.may_remove(fname) or fname in now or after.get(rel) is not None:
                 continue
-            copies = [k for k, v in after.items() if k.rsplit("/", 1)[-1] == fname and v == final[rel]]
+            copies = sorted(k for k, v in after.items() if v == final[rel] and k != rel)
             where = f"; a copy survives at {copies[0]}" if copies else "; no copy survives"
             out.append(CrashFinding("S-INV-8", "lost-after-recovery", rel,
                                     f"{fname} is neither indexed nor on disk after the next session{where}",
