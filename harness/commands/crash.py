@@ -86,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--trace: run the implementation's own next ops on every distinct state (warm drivers)")
     p.add_argument("--granularity", choices=("byte", "block"), default="byte",
                    help="--trace torn model: cut unsynced data inside writes, or at 4 KiB blocks")
-    p.add_argument("--workers", type=positive_int, default=2, help="--trace --recover: warm drivers at once")
+    p.add_argument("--workers", type=positive_int, default=4,
+                   help="--trace --recover: warm drivers at once (their lock polls sleep: more than the cores pays)")
     p.add_argument("--verbose", action="store_true", help="show every point, not only those with findings")
 
 
