@@ -353,7 +353,7 @@ def traced_by(pid: int) -> int:
     return 0
 
 
-def attach(pid: int, syscall: str, path: Path, inject: str, log: Path, *, wait_s: float = 2.0) -> Attached | None:
+def attach(pid: int, syscall: str, path: Path, inject: str, log: Path, *, wait_s: float = 5.0) -> Attached | None:
     """Attach strace to ``pid`` with one tampering on ``syscall`` of ``path`` (``-P``), and
     wait (bounded) until the kernel shows the tracer."""
     cmd = [STRACE, "-f", "-qq", "-p", str(pid), "-e", f"trace={syscall}", "-e", "signal=none",
