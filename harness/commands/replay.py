@@ -3,6 +3,10 @@
 The files are checked before any peer starts (a missing file, a directory or bad JSON is one
 line, exit 2); the peer is asked ``hello`` up front; the verdict and ``--json`` are those of
 every command (a failing scenario a ``deviation`` violation, a hazard shown and counted).
+
+A nemesis regression (``*.nemesis.jsonl``, ``harness.nemesis_export``) re-runs its recorded
+schedule ``--runs`` times against the recorded implementations (or ``--nemesis-impl``) and
+says "reproduced k of n runs"; the finding stands when k > 0.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .common import (
     conclude,
     hello_ops,
     new_report,
+    positive_int,
 )
 
 NAME = "replay"
@@ -32,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
     add_report_arguments(p)
     p.add_argument("--strict", action="store_true", help="also compare error message texts")
+    p.add_argument("--runs", type=positive_int, default=3, help="nemesis regressions: how many re-runs (default 3)")
+    p.add_argument(
+        "--nemesis-impl", action="append", default=[], metavar="IMPL",
+        help="nemesis regressions: implementations to run the schedule against (repeatable; default: as recorded)",
+    )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="scenario JSON files")
 
 
@@ -48,6 +58,13 @@ def load(files: list[Path]) -> list[Scenario]:
 
 
 def run(args: argparse.Namespace) -> int:
+    nemesis = [f for f in args.files if f.name.endswith(".nemesis.jsonl")]
+    if nemesis:
+        if len(nemesis) < len(args.files):
+            raise SetupError("give scenario files or nemesis regressions (*.nemesis.jsonl), not both at once")
+        from .replay_nemesis import run_nemesis_replay
+
+        return run_nemesis_replay(args, nemesis)
     spec = PeerSpec.parse(args.impl)
     scenarios = load(args.files)
     impls = preflight([spec], timeout=args.timeout)

@@ -1,0 +1,60 @@
+"""``memconform replay FILE.nemesis.jsonl``: re-run a nemesis regression's schedule, k of n.
+
+Not a command of its own (``NAME`` is absent, so the CLI does not list it): ``replay`` hands
+nemesis files here, so a plain scenario replay never loads the fault machinery.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import nemesis_export as nx
+from ..oracles.findings import Finding
+from ..peers import PeerSpec, preflight
+from .common import SetupError, conclude, new_report
+
+
+def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
+    try:
+        regs = [nx.load(f) for f in files]
+    except nx.NemesisFileError as e:
+        raise SetupError(str(e)) from None
+    found: list[Finding] = []
+    report_runs = []
+    executed = 0
+    run_report = None
+    for reg in regs:
+        names = args.nemesis_impl or reg.specs
+        peers = list(dict.fromkeys(PeerSpec.parse(n) for n in names))
+        impls = preflight(peers, timeout=args.timeout)
+        labels = {i.spec: f"{i.name} {i.version}" for i in impls}
+        if run_report is None:
+            run_report = new_report(args, impls)
+        print(f"{reg.path}: {nx.describe(reg)}")
+        print(f"  schedule: seed {reg.schedule.get('seed')}, {', '.join(reg.schedule.get('families', []))}, "
+              f"{reg.schedule.get('time_limit')} s, {reg.schedule.get('writers')} writers; "
+              f"against {', '.join(labels.get(p.name, p.name) for p in peers)}")
+
+        def said(run: nx.ReplayRun) -> None:
+            kinds = ", ".join(sorted({f.kind for f in run.seen})) or "nothing"
+            print(f"  run {run.n}/{args.runs}: {'reproduced' if run.reproduced else 'not reproduced'} "
+                  f"({run.seconds:.0f} s; saw {kinds})", flush=True)
+
+        runs = nx.replay(reg, peers, runs=args.runs, labels=labels, timeout=args.timeout, on_run=said)
+        k = sum(r.reproduced for r in runs)
+        executed += len(runs)
+        print(f"  reproduced {k} of {len(runs)} runs")
+        f = reg.finding
+        if k:
+            found.append(Finding(str(f.get("kind")), str(f.get("severity")), clause=str(f.get("clause", "")),
+                                 impl=str(f.get("impl", "")), op=str(f.get("op", "")),
+                                 evidence=f"reproduced {k} of {len(runs)} runs: {f.get('evidence', '')}",
+                                 reproduce=f"memconform replay {reg.path} --runs {args.runs}",
+                                 regression=str(reg.path)))
+        report_runs.append({"file": str(reg.path), "reproduced": k, "runs": len(runs), "detail": nx.to_json(runs)})
+    assert run_report is not None
+    run_report.stats = {"nemesis_regressions": len(regs), "runs": executed,
+                        "reproduced": {r["file"]: f"{r['reproduced']} of {r['runs']}" for r in report_runs}}
+    return conclude(args, run_report, found, executed=executed, extra={"nemesis": report_runs},
+                    nothing_ran="no nemesis run executed")

@@ -1,0 +1,246 @@
+"""Nemesis findings as regressions: the finding, its minimal history and the schedule that
+made it, in one file that ``memconform replay`` re-runs (issue 13 item 4).
+
+A nemesis finding is not a scenario (no single implementation, no fixed steps: writers race
+while faults fire), so it is not written through the scenario schema.  The file is a history
+(``History.load`` and ``memconform check-history`` read it): its first line is the meta —
+the schedule, which implementation each slot ran, the topics, and the finding — and then the
+events of the ops the finding names and the faults that overlapped them (for a
+non-linearizable store, the checker's smallest failing sub-history).  It is named like every
+regression (``regressions.file_stem``: one file per regression key) and ends in
+``.nemesis.jsonl``, so the scenario corpus (``*.json``) never picks it up.
+
+Replaying re-runs the schedule against the same implementations ``n`` times: timing is never
+the same twice, so the answer is "reproduced k of n runs", not a pass/fail of one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .history import Event, History, Op
+from .linearize import LinearizabilityVerdict
+from .oracles.findings import Finding
+from .regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
+from .regressions import file_stem
+
+if TYPE_CHECKING:  # the fault machinery loads only when a nemesis run is replayed
+    from .peers import PeerSpec
+
+SUFFIX = ".nemesis.jsonl"
+DEFAULT_DIR = SCENARIO_REGRESSIONS / "nemesis"
+FORMAT = "memconform-nemesis-regression/1"
+_TOKEN = re.compile(r"tok-w\d+-\d+")
+_WRITER = re.compile(r"\b(w\d+|probe\d+)\b")
+
+
+class RunLike(Protocol):
+    """What export reads of a run (``faults.nemesis_run.NemesisResult`` is one)."""
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def verdicts(self) -> Mapping[str, LinearizabilityVerdict]: ...
+
+
+class NemesisFileError(Exception):
+    """A file that is not a nemesis regression (or a garbled one): one line for the CLI."""
+
+
+def is_nemesis_file(path: Path) -> bool:
+    return path.name.endswith(SUFFIX)
+
+
+def _named_ops(finding: Finding, ops: list[Op]) -> list[Op]:
+    """The client ops a finding's evidence names: its tokens' writes, else its writers' last op."""
+    tokens = set(_TOKEN.findall(finding.evidence))
+    named = [o for o in ops if o.op == "write_memory" and str(o.args.get("content", "")) in tokens]
+    if named:
+        return named
+    writers = set(_WRITER.findall(finding.evidence))
+    last: dict[str, Op] = {}
+    for o in ops:
+        if o.process in writers:
+            last[o.process] = o
+    return list(last.values())
+
+
+def minimal_ops(finding: Finding, result: RunLike) -> list[Op]:
+    """What the regression file keeps of the run: the ops that show the finding, the ops on
+    their topics that overlapped them, and the faults that overlapped any of these.
+
+    A non-linearizable store keeps the checker's smallest failing sub-history; a finding that
+    names no op (an invariant, an unavailable store) keeps the faults alone — the schedule in
+    the meta line is what replays it.
+    """
+    ops = result.history.ops()
+    faults = result.history.faults()
+    if finding.kind == "not-linearizable":
+        verdict = result.verdicts.get(finding.path)
+        chosen = list(verdict.failing_ops) if verdict is not None else []
+    else:
+        chosen = _named_ops(finding, ops)
+        topics = {str(o.args.get("topic", "")).strip().lower() for o in chosen}
+        for o in chosen[:]:
+            end = o.end if o.end is not None else max((p.start for p in ops), default=o.start)
+            chosen += [p for p in ops if p not in chosen and str(p.args.get("topic", "")).strip().lower() in topics
+                       and p.start <= end and (p.end is None or p.end >= o.start)]
+    if not chosen:
+        return faults
+    lo = min(o.start for o in chosen)
+    hi = max(o.end if o.end is not None else o.start for o in chosen)
+    overlapping = [f for f in faults if f.start <= hi and (f.end is None or f.end >= lo)]
+    return sorted({id(o): o for o in chosen + overlapping}.values(), key=lambda o: o.start)
+
+
+def _events_of(ops: Iterable[Op], history: History) -> list[Event]:
+    """The recorded events of ``ops``: each invocation and what completed it."""
+    by_process: dict[str, list[Event]] = {}
+    for ev in sorted(history.events, key=lambda e: e.time):
+        by_process.setdefault(ev.process, []).append(ev)
+    out: list[Event] = []
+    for op in ops:
+        evs = by_process.get(op.process, [])
+        for k, ev in enumerate(evs):
+            if ev.type == "invoke" and ev.time == op.start:
+                out.append(ev)
+                if k + 1 < len(evs) and evs[k + 1].type != "invoke":
+                    out.append(evs[k + 1])
+                break
+    return sorted(out, key=lambda e: e.time)
+
+
+def export(
+    finding: Finding,
+    result: RunLike,
+    *,
+    directory: Path | None = None,
+    runs_seen: str = "",
+) -> Finding:
+    """Write the regression of a nemesis ``finding``; return the finding pointing at it.
+
+    An existing file for the same regression key is kept (the same defect found twice is
+    written once, as ``regressions.export`` does).
+    """
+    target = DEFAULT_DIR if directory is None else directory
+    target.mkdir(parents=True, exist_ok=True)
+    path = target / f"{file_stem(finding)}{SUFFIX}"
+    if not path.exists():
+        meta = dict(result.history.meta)
+        meta["regression"] = {
+            "format": FORMAT,
+            "kind": finding.kind,
+            "severity": finding.severity,
+            "clause": finding.clause,
+            "impl": finding.impl,
+            "op": finding.op,
+            "path": finding.path,
+            "evidence": finding.evidence,
+            "command": finding.reproduce,
+            "seen": runs_seen,
+        }
+        kept = History(_events_of(minimal_ops(finding, result), result.history), meta=meta)
+        kept.save(path)
+    return finding.with_regression(str(path))
+
+
+@dataclass
+class NemesisRegression:
+    """A loaded nemesis regression: what was found, and how to run it again."""
+
+    path: Path
+    finding: dict[str, Any]
+    schedule: dict[str, Any]
+    impls: dict[str, str]  # slot -> peer spec name, as recorded
+    topics: list[str]
+    hardened: bool
+    history: History = field(repr=False)
+
+    @property
+    def specs(self) -> list[str]:
+        """The implementations in slot order (round-robin: the first of each, in order)."""
+        names = [self.impls[k] for k in sorted(self.impls, key=lambda s: int(re.sub(r"\D", "", s) or 0))]
+        return list(dict.fromkeys(names))
+
+
+def load(path: Path) -> NemesisRegression:
+    if path.is_dir():
+        raise NemesisFileError(f"{path}: is a directory; give a {SUFFIX} file")
+    if not path.exists():
+        raise NemesisFileError(f"{path}: no such file")
+    try:
+        history = History.load(path)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise NemesisFileError(f"{path}: not a nemesis regression: {e}") from None
+    meta = history.meta
+    reg = meta.get("regression")
+    if not isinstance(reg, dict) or reg.get("format") != FORMAT or not isinstance(meta.get("schedule"), dict):
+        raise NemesisFileError(f"{path}: not a nemesis regression (no schedule and finding in its first line)")
+    impls = meta.get("impls") or {}
+    if not isinstance(impls, dict) or not impls:
+        raise NemesisFileError(f"{path}: the regression names no implementation")
+    return NemesisRegression(path, reg, meta["schedule"], {str(k): str(v) for k, v in impls.items()},
+                             [str(t) for t in meta.get("topics") or []], bool(meta.get("hardened", False)), history)
+
+
+@dataclass
+class ReplayRun:
+    n: int
+    reproduced: bool
+    seen: list[Finding]
+    seconds: float
+
+
+def matches(found: Finding, wanted: dict[str, Any]) -> bool:
+    """Whether a replay's finding is the recorded one: same kind, same implementation (the
+    severity may move between violation and weakness with which faults overlapped)."""
+    return found.kind == wanted.get("kind") and found.impl == wanted.get("impl")
+
+
+def replay(
+    reg: NemesisRegression,
+    peers: list[PeerSpec],
+    *,
+    runs: int,
+    labels: dict[str, str],
+    timeout: float = 30.0,
+    check_budget: float = 10.0,
+    on_run: Callable[[ReplayRun], None] | None = None,
+) -> list[ReplayRun]:
+    """Re-run the recorded schedule ``runs`` times against ``peers``; each run's findings and
+    whether the recorded one is among them."""
+    import time
+
+    from .faults.nemesis import Schedule
+    from .faults.nemesis_run import run_nemesis
+
+    schedule = Schedule.from_json(reg.schedule)
+    topics = tuple(reg.topics) if reg.topics else None
+    out = []
+    for n in range(1, runs + 1):
+        started = time.monotonic()
+        kwargs: dict[str, Any] = {"timeout": timeout, "check_budget": check_budget, "hardened": reg.hardened}
+        if topics:
+            kwargs["topics"] = topics
+        result = run_nemesis(peers, schedule, **kwargs)
+        seen = result.findings(labels, reg.finding.get("command", ""))
+        run = ReplayRun(n, any(matches(f, reg.finding) for f in seen), seen, time.monotonic() - started)
+        if on_run is not None:
+            on_run(run)
+        out.append(run)
+    return out
+
+
+def describe(reg: NemesisRegression) -> str:
+    f = reg.finding
+    return f"[{f.get('severity')}] {f.get('kind')} {f.get('impl')}: {str(f.get('evidence', ''))[:160]}"
+
+
+def to_json(runs: list[ReplayRun]) -> list[dict[str, Any]]:
+    return [{"run": r.n, "reproduced": r.reproduced, "seconds": round(r.seconds, 2),
+             "findings": [f.to_json() for f in r.seen]} for r in runs]

@@ -1,0 +1,127 @@
+"""Nemesis findings as regressions (issue 13 item 4): the file, its minimal history and the
+schedule; ``memconform replay`` of it re-runs the schedule and says "reproduced k of n runs"."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memconform.harness import nemesis_export as nx
+from memconform.harness.cli import main
+from memconform.harness.history import History
+from memconform.harness.linearize import LinearizabilityVerdict
+from memconform.harness.oracles.findings import HAZARD, VIOLATION, Finding
+from memconform.harness.regressions import file_stem
+
+SCHEDULE = {"seed": 3, "families": ["kill"], "interval": 1.0, "time_limit": 2.0, "writers": 2, "shared": True,
+            "faults": [{"id": 0, "at": 0.5, "family": "kill", "slot": 1, "holder": False, "params": {}}]}
+REF = "memconform-reference 0.1.0"
+
+
+@dataclass
+class FakeRun:
+    """What a nemesis run leaves that export reads: the history (schedule in its meta)."""
+
+    history: History
+    verdicts: dict[str, LinearizabilityVerdict] = field(default_factory=dict)
+
+    def findings(self, labels: dict[str, str], reproduce: str = "") -> list[Finding]:
+        return list(FINDINGS.pop(0)) if FINDINGS else []
+
+
+FINDINGS: list[list[Finding]] = []
+
+
+def _run() -> FakeRun:
+    h = History(meta={"schedule": SCHEDULE, "impls": {"w0": "python", "w1": "python"}, "hardened": False,
+                      "topics": ["Alpha Notes"]})
+    a = {"topic": "Alpha Notes", "content": "tok-w0-0", "summary": "w0 0"}
+    b = {"topic": "Bravo Config", "content": "tok-w1-0", "summary": "w1 0"}
+    h.record("w0", "invoke", "write_memory", a)
+    h.record("w1", "invoke", "write_memory", b)
+    h.record("nemesis-0", "invoke", "nemesis", {"family": "kill", "slot": 1})
+    h.record("w0", "ok", "write_memory", a, 'Created memory topic "Alpha Notes" (alpha-notes.md).')
+    h.record("w1", "info", "write_memory", b, "killed by nemesis (fault 0)")
+    h.record("nemesis-0", "ok", "nemesis", {}, {"killed": 1, "restarted": 2})
+    later = {"topic": "Charlie", "content": "tok-w1-1", "summary": "w1 1"}
+    h.record("w1", "invoke", "write_memory", later)
+    h.record("w1", "ok", "write_memory", later, 'Created memory topic "Charlie" (charlie.md).')
+    return FakeRun(h)
+
+
+LOST = Finding("lost-write", VIOLATION, clause="S-INV-3", impl=REF, op="write_memory",
+               evidence="w0: 'Alpha Notes' tok-w0-0 not reachable through the index", reproduce="memconform interop …")
+
+
+def test_export_keeps_the_named_op_the_faults_over_it_and_the_schedule(tmp_path: Path) -> None:
+    f = nx.export(LOST, _run(), directory=tmp_path, runs_seen="reference alone, kill, seed 3")
+    path = Path(f.regression)
+    assert path.parent == tmp_path and path.name == file_stem(LOST) + nx.SUFFIX
+    loaded = nx.load(path)
+    assert loaded.schedule == SCHEDULE and loaded.specs == ["python"]
+    assert loaded.finding["kind"] == "lost-write" and loaded.finding["seen"] == "reference alone, kill, seed 3"
+    kept = History.load(path)
+    assert {(o.process, o.args.get("content")) for o in kept.ops()} == {("w0", "tok-w0-0")}
+    assert [o.process for o in kept.faults()] == ["nemesis-0"]  # the kill overlapped the write
+    # one file per regression key: a second finding of the same key keeps the first file
+    again = nx.export(LOST, _run(), directory=tmp_path)
+    assert again.regression == f.regression and len(list(tmp_path.iterdir())) == 1
+
+
+def test_export_of_a_finding_naming_no_op_keeps_the_faults(tmp_path: Path) -> None:
+    unavailable = Finding("unavailable", HAZARD, clause="S-LOCK-3", impl=REF, evidence="after 61.2 s")
+    kept = History.load(Path(nx.export(unavailable, _run(), directory=tmp_path).regression))
+    assert kept.ops() == [] and [o.process for o in kept.faults()] == ["nemesis-0"]
+
+
+def test_load_refuses_what_is_not_a_nemesis_regression(tmp_path: Path) -> None:
+    plain = tmp_path / "h.nemesis.jsonl"
+    _run().history.save(plain)  # a history, but no finding in its meta
+    for bad, why in ((tmp_path, "is a directory"), (tmp_path / "none.nemesis.jsonl", "no such file"),
+                     (plain, "not a nemesis regression")):
+        with pytest.raises(nx.NemesisFileError, match=why):
+            nx.load(bad)
+
+
+def test_replay_reports_k_of_n_and_the_finding_stands_when_reproduced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = nx.export(LOST, _run(), directory=tmp_path).regression
+    seen_schedules: list[Any] = []
+
+    def fake_run_nemesis(peers: list[Any], schedule: Any, **kw: Any) -> FakeRun:
+        seen_schedules.append((schedule, [p.name for p in peers], kw.get("topics")))
+        return _run()
+
+    import memconform.harness.faults.nemesis_run as engine
+
+    monkeypatch.setattr(engine, "run_nemesis", fake_run_nemesis)
+    FINDINGS[:] = [[LOST], [], [LOST]]
+    report = tmp_path / "r.json"
+    rc = main(["replay", path, "--runs", "3", "--json", str(report), "--no-export"])
+    out = capsys.readouterr().out
+    assert "reproduced 2 of 3 runs" in out and "run 2/3: not reproduced" in out
+    assert rc == 1  # the violation is still there
+    assert len(seen_schedules) == 3
+    schedule, specs, topics = seen_schedules[0]
+    assert schedule.seed == 3 and schedule.faults[0].family == "kill" and specs == ["python"]
+    assert topics == ("Alpha Notes",)
+    data = json.loads(report.read_text())
+    assert data["stats"]["reproduced"] == {path: "2 of 3"}
+    FINDINGS[:] = [[], []]
+    assert main(["replay", path, "--runs", "2", "--no-export"]) == 0
+    assert "reproduced 0 of 2 runs" in capsys.readouterr().out
+
+
+def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(tmp_path / "gone.nemesis.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such file" in err[0]
+    scenario = tmp_path / "a.json"
+    scenario.write_text("{}")
+    assert main(["replay", str(scenario), str(tmp_path / "gone.nemesis.jsonl")]) == 2
+    assert "not both" in capsys.readouterr().err
