@@ -176,6 +176,10 @@ def _render(name: str, data: Any) -> list[str]:
             f"sequences, {ex['crash_points']:,} crash points, {ex['states']:,} states in "
             f"{ex['seconds']:.1f} s, {ex['violations']} violations.",
         ]
+    if name == "w3_nemesis":
+        from ..nemesis_bench import render as nemesis_rows
+
+        return nemesis_rows(data)
     if name == "w3":
         lines = [
             "| writers | ops/s median | min | max | busy share (median) | lost | duplicated | verdict | check s (max) |",
