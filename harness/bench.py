@@ -458,24 +458,11 @@ def w4() -> list[Series]:
 # --- W5: the corpus ------------------------------------------------------------------------
 
 
-def w5() -> list[Series]:
-    """Corpus wall time, serial and parallel, and the per-scenario overhead over its own ops."""
-    from .runner import run_all
-    from .scenarios import discover
+def w5() -> list[dict[str, Any]]:
+    """Corpus wall time per implementation, virtual and real time side by side (bench_corpus)."""
+    from .bench_corpus import w5 as corpus
 
-    scenarios = discover()
-    out = []
-    overhead = Series("per-scenario overhead (wall - op time), serial", per=1)
-    for parallel in (1, 2):
-        s = Series(f"corpus --parallel {parallel}", per=len(scenarios))
-        for _ in range(ROUNDS):
-            t0 = time.perf_counter()
-            outcomes = run_all(PeerSpec("python"), scenarios, parallel=parallel)
-            s.seconds.append(time.perf_counter() - t0)
-            if parallel == 1:
-                overhead.seconds.append(statistics.median(o.seconds - o.op_seconds for o in outcomes))
-        out.append(s)
-    return [*out, overhead]
+    return corpus()
 
 
 # --- orchestration -----------------------------------------------------------------------------
@@ -499,7 +486,7 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
     "w3": w3,
     "w3_nemesis": lambda: __import__("memconform.harness.nemesis_bench", fromlist=["w3_nemesis"]).w3_nemesis(),
     "w4": lambda: [s.as_dict() for s in w4()],
-    "w5": lambda: [s.as_dict() for s in w5()],
+    "w5": w5,
 }
 
 

@@ -127,7 +127,11 @@ def _merge(old: str, new: str) -> str:
 
 
 def _render(name: str, data: Any) -> list[str]:
-    if name in ("w4", "w5"):
+    if name == "w5":
+        from ..bench_corpus import render
+
+        return render(data)
+    if name == "w4":
         return _series_table(data)
     if name == "w0":
         return _series_table(data, floors=_floors(data))

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.hangwatch import Watch, livelock, wait_line
+from memconform.harness.hangwatch import Stuck, Watch, livelock, wait_line
 
 
 def _child(code: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def _judge(proc: subprocess.Popen[bytes], under: str, timeout: float) -> tuple[object, float]:
+def _judge(proc: subprocess.Popen[bytes], under: str, timeout: float) -> tuple[Stuck | str | None, float]:
     lines: queue.Queue[bytes | None] = queue.Queue()
     t0 = time.monotonic()
     try:
@@ -39,7 +39,8 @@ def test_a_blocking_fifo_open_is_a_hang_within_a_second(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     stuck, seconds = _judge(_child(f"open({str(fifo)!r})"), str(tmp_path), 10.0)
     assert seconds < 1.0, seconds
-    assert getattr(stuck, "kind") == "hang" and getattr(stuck, "where") == f"openat({fifo})"
+    assert isinstance(stuck, Stuck)
+    assert stuck.kind == "hang" and stuck.where == f"openat({fifo})"
 
 
 def test_a_blocking_fifo_read_names_the_fd_s_path(tmp_path: Path) -> None:
@@ -52,14 +53,16 @@ def test_a_blocking_fifo_read_names_the_fd_s_path(tmp_path: Path) -> None:
     finally:
         os.close(writer_end)
     assert seconds < 1.0, seconds
-    assert getattr(stuck, "kind") == "hang" and getattr(stuck, "where") == f"read({fifo})"
+    assert isinstance(stuck, Stuck)
+    assert stuck.kind == "hang" and stuck.where == f"read({fifo})"
 
 
 def test_a_spin_is_a_livelock_within_about_a_second(tmp_path: Path) -> None:
     stuck, seconds = _judge(_child("while True: pass"), str(tmp_path), 10.0)
-    assert getattr(stuck, "kind") == "livelock"
+    assert isinstance(stuck, Stuck)
+    assert stuck.kind == "livelock"
     assert seconds < 3.0, seconds  # 1 s of spinning, and 0.2 s of CPU even on a loaded machine
-    found = livelock("memory_dir", getattr(stuck, "where"), clause="A-12", seconds=round(seconds, 2))
+    found = livelock("memory_dir", stuck.where, clause="A-12", seconds=round(seconds, 2))
     assert found.kind == "livelock" and found.severity == "hazard" and "spins" in found.evidence
 
 

@@ -158,3 +158,14 @@ def test_js_timers_move_the_virtual_clock_and_lock_mtimes_follow_it(tmp_path: Pa
             assert driver.call("remove_memory", {}).clock_ms is None  # only virtual answers carry it
     finally:
         sandbox.remove()
+
+
+def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
+    from memconform.harness.bench_corpus import render
+
+    row = {"impl": "python", "profile": "openpi", "scenarios": 662, "workers": 2, "virtual_s": 4.0,
+           "real_s": 20.0, "virtual_ops_share": 0.25, "real_ops_share": 0.05, "same_verdicts": True,
+           "slowest_virtual": ["a 0.50 s"], "load": 1.0}
+    table = render([row, {**row, "impl": "pi", "same_verdicts": False}])
+    assert "| python | openpi | 662 | 2 | 4.00 | 20.00 | 5.0× | 25% | 5% | yes | 1.0 |" in table
+    assert any(line.startswith("| pi |") and "| NO |" in line for line in table)
