@@ -43,5 +43,13 @@ bench: install
 peer-suites: install
 	$(PY) -m memconform.harness.peer_suites
 
+# Nemesis runs against the real peers (issue 13): every family and `all` on the shared store,
+# pi, OpenCode, all three and the reference alone on the same schedules, then replays; the
+# summary lands in reports/nemesis-campaign-<time>/. MINUTES of runs (default 30); the peers
+# come from MEMCONFORM_PI_CORE / MEMCONFORM_OPENCODE_PLUGIN (without them: the reference alone).
+.PHONY: nemesis-campaign
+nemesis-campaign: install
+	nice -n 10 $(PY) -m memconform.harness.nemesis_campaign --until +$(or $(MINUTES),30) $(if $(OUT),--out $(OUT))
+
 clean:
 	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache .coverage
