@@ -169,3 +169,22 @@ def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
     table = render([row, {**row, "impl": "pi", "same_verdicts": False}])
     assert "| python | openpi | 662 | 2 | 4.00 | 20.00 | 5.0× | 25% | 5% | yes | 1.0 |" in table
     assert any(line.startswith("| pi |") and "| NO |" in line for line in table)
+
+
+def test_a_real_time_scenario_runs_on_the_real_clock_in_the_serial_tail() -> None:
+    import json
+
+    from memconform.harness.runner import run_all
+    from memconform.harness.scenarios import SCENARIOS_DIR, Scenario
+
+    path = SCENARIOS_DIR / "conformance" / "lock" / "busy-remove.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["clock"]["mode"] == "offset"  # a 500 ms lock window
+    virtual = Scenario.from_data(data, path)
+    real = Scenario.from_data({**data, "id": "lock/busy-remove-real", "real_time": True}, path)
+    assert real.real_time and not virtual.real_time
+    order: list[str] = []
+    outcomes = run_all(PeerSpec("python"), [real, virtual], parallel=2, on_outcome=lambda o: order.append(o.scenario.id))
+    assert [o.status for o in outcomes] == ["pass", "pass"]
+    assert order == ["lock/busy-remove", "lock/busy-remove-real"]  # the tail runs after the rest
+    assert outcomes[0].op_seconds >= 0.45 > outcomes[1].op_seconds  # waited for real / not at all
