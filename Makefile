@@ -31,7 +31,7 @@ lint: install
 	$(VENV)/bin/mypy --strict -p memconform
 
 conformance: install
-	$(PY) -m memconform.harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json
+	$(PY) -m memconform.harness conformance --impl python --parallel 2 --junit reports/conformance.xml --json reports/conformance.json --html reports/conformance.html
 
 # writes reports/bench.md; `make bench OUT=benchmarks/RESULTS.md` updates the committed table
 bench: install

@@ -14,13 +14,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
 from .oracles.findings import Finding, summary
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
+# package data of the one namespace, found from any working directory (as the corpus is)
+SCHEMA_PATH = Path(str(resources.files("memconform") / "harness" / "schemas" / "report.schema.json"))
 
 
 def tool_version() -> str:
