@@ -43,17 +43,20 @@ def w5(specs: list[PeerSpec] | None = None, parallel: int | None = None) -> list
     rows = []
     for spec in specs if specs is not None else [PeerSpec("python"), *configured_peers()]:
         profile, scenarios = _profiled(spec)
+        load = os.getloadavg()[0]
         vwall, virtual = _one(spec, scenarios, workers, False)
         rwall, real = _one(spec, scenarios, workers, True)
+        v, r = _verdicts(virtual), _verdicts(real)
         slow = sorted(virtual, key=lambda o: -o.seconds)[:3]
         rows.append({
             "impl": spec.kind, "profile": profile, "scenarios": len(scenarios), "workers": workers,
             "virtual_s": round(vwall, 2), "real_s": round(rwall, 2),
             "virtual_ops_share": round(sum(o.op_seconds for o in virtual) / (workers * vwall), 3),
             "real_ops_share": round(sum(o.op_seconds for o in real) / (workers * rwall), 3),
-            "same_verdicts": _verdicts(virtual) == _verdicts(real),
+            "same_verdicts": v == r,
+            "differ": [f"{k}: virtual {v.get(k)}, real {r.get(k)}" for k in sorted(v) if v.get(k) != r.get(k)][:5],
             "slowest_virtual": [f"{o.scenario.id} {o.seconds:.2f} s" for o in slow],
-            "load": os.getloadavg()[0],
+            "load": load, "load_after": os.getloadavg()[0],
         })
     return rows
 
@@ -61,7 +64,7 @@ def w5(specs: list[PeerSpec] | None = None, parallel: int | None = None) -> list
 def render(rows: list[dict[str, Any]]) -> list[str]:
     """The W5 table of the results file."""
     lines = [
-        "| impl | profile | scenarios | workers | virtual time s | real time s | speed-up | ops share virtual | ops share real | same verdicts | load |",
+        "| impl | profile | scenarios | workers | virtual time s | real time s | speed-up | ops share virtual | ops share real | same verdicts | load before/after |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
@@ -69,8 +72,11 @@ def render(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {r['impl']} | {r['profile']} | {r['scenarios']} | {r['workers']} | {r['virtual_s']:.2f} | "
             f"{r['real_s']:.2f} | {speed:.1f}× | {r['virtual_ops_share']:.0%} | {r['real_ops_share']:.0%} | "
-            f"{'yes' if r['same_verdicts'] else 'NO'} | {r['load']:.1f} |"
+            f"{'yes' if r['same_verdicts'] else 'NO'} | {r['load']:.1f}/{r.get('load_after', r['load']):.1f} |"
         )
+    for r in rows:
+        if r.get("differ"):
+            lines.append(f"\n{r['impl']}: verdicts that differ: {'; '.join(r['differ'])}")
     lines.append("")
     lines.append("Ops share: Σ op seconds / (workers × wall). Slowest in virtual time: " + "; ".join(
         f"{r['impl']}: {', '.join(r['slowest_virtual'])}" for r in rows))

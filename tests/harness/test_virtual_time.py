@@ -167,8 +167,10 @@ def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
            "real_s": 20.0, "virtual_ops_share": 0.25, "real_ops_share": 0.05, "same_verdicts": True,
            "slowest_virtual": ["a 0.50 s"], "load": 1.0}
     table = render([row, {**row, "impl": "pi", "same_verdicts": False}])
-    assert "| python | openpi | 662 | 2 | 4.00 | 20.00 | 5.0× | 25% | 5% | yes | 1.0 |" in table
+    assert "| python | openpi | 662 | 2 | 4.00 | 20.00 | 5.0× | 25% | 5% | yes | 1.0/1.0 |" in table
     assert any(line.startswith("| pi |") and "| NO |" in line for line in table)
+    differing = render([{**row, "same_verdicts": False, "differ": ["lock/x: virtual pass, real fail"]}])
+    assert any("verdicts that differ: lock/x: virtual pass, real fail" in line for line in differing)
 
 
 def test_a_real_time_scenario_runs_on_the_real_clock_in_the_serial_tail() -> None:
