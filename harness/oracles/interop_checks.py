@@ -36,8 +36,9 @@ from . import kind_model
 from .findings import HAZARD, VIOLATION, WEAKNESS, Finding
 from .grammar import parse, to_slug
 
-LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow"})
-"""Faults under which SPEC accepts two lock holders (S-INV-9 a, c)."""
+LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow", "kill"})
+"""Faults under which SPEC accepts two lock holders (S-INV-9 a, c): a kill leaves a dead
+owner's lock, and its reclaim is the race S-INV-9 a names."""
 _CREATED = (
     re.compile(r'^Created memory topic ".*" \(([^()]+)\)\.$', re.S),  # S-WRITE-14
     re.compile(r"^Memory created: ([^\n]+)"),  # PEER-12
@@ -118,10 +119,21 @@ def _excused(op: OpLike, ops: Sequence[OpLike]) -> bool:
     return False
 
 
+KILL_REACH_NS = 20_000_000_000
+"""How long a kill reaches: its victim's lock is reclaimed once 10 s old (S-LOCK-1), by writers
+still polling it some seconds later."""
+
+
 def overlapping(start: int, end: int | None, faults: Iterable[OpLike]) -> list[OpLike]:
-    """The faults active at some moment of ``[start, end]`` (an open end: until the end)."""
+    """The faults active at some moment of ``[start, end]`` (an open end: until the end); a
+    kill counts for ``KILL_REACH_NS`` after it, while the lock it left is being reclaimed."""
     stop = end if end is not None else 1 << 62
-    return [f for f in faults if f.start <= stop and (f.end is None or f.end >= start)]
+    out = []
+    for f in faults:
+        until = f.start + KILL_REACH_NS if f.args.get("family") == "kill" else f.end
+        if f.start <= stop and (until is None or until >= start):
+            out.append(f)
+    return out
 
 
 def _describe_faults(faults: Sequence[OpLike]) -> str:

@@ -78,8 +78,10 @@ def test_a_lock_fault_during_the_op_makes_the_loss_the_accepted_weakness() -> No
     disk = StoreView("disk", INDEX, {"alpha.md": ""})
     op = _append(0, "w0", "Alpha", "tok-w0-1", 100, 200)
     assert lost_writes([op], [disk], faults=[_fault("pause", 150, 400)])[0].severity == WEAKNESS
-    assert lost_writes([op], [disk], faults=[_fault("kill", 150, 150)])[0].severity == VIOLATION
+    assert lost_writes([op], [disk], faults=[_fault("errno", 150, 160)])[0].severity == VIOLATION
     assert lost_writes([op], [disk], faults=[_fault("pause", 300, 400)])[0].severity == VIOLATION
+    killed_earlier = _fault("kill", 100 - 15_000_000_000, 100 - 15_000_000_000)  # its lock is reclaimed now
+    assert lost_writes([op], [disk], faults=[killed_earlier])[0].severity == WEAKNESS
 
 
 def test_split_topic_from_two_index_lines_and_from_frontmatter() -> None:
