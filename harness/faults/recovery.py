@@ -12,6 +12,7 @@ S-INV-7, no entry lost), and a fresh write refused (busy, or an error) is ``unav
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import threading
@@ -100,6 +101,46 @@ def lost_topics(after: State, final: State, intent: Intent, model: str) -> list[
     return out
 
 
+def pipeline(driver: Driver, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[Answer]:
+    """Send every request at once, then read the answers in order.
+
+    Both protocol loops (``serve`` and protocol.mjs) handle one line after the other, so a
+    state's renewal, clock and recovery ops cost one wake-up of each side instead of six —
+    on a loaded machine the scheduler's latency, not the work, is most of a round trip."""
+    if driver.proc is None or driver.proc.stdin is None:
+        raise DriverError(f"{driver.spec.name}: not started")
+    first = driver._next_id
+    driver._next_id += len(calls)
+    lines = b"".join(
+        json.dumps({"id": first + i, "op": op, **({} if args is None else {"args": args})}).encode() + b"\n"
+        for i, (op, args) in enumerate(calls)
+    )
+    try:
+        driver.proc.stdin.write(lines)
+        driver.proc.stdin.flush()
+    except (BrokenPipeError, OSError) as e:
+        raise DriverError(f"{driver.spec.name}: driver is gone ({e})") from None
+    out = []
+    for i, (op, _args) in enumerate(calls):
+        try:
+            line = driver._lines.get(timeout=driver.timeout)
+        except queue.Empty:
+            driver.kill()
+            raise DriverError(f"{driver.spec.name}: no answer to {op!r} within {driver.timeout:g} s (driver killed)") from None
+        if line is None:
+            raise DriverError(f"{driver.spec.name}: driver exited during {op!r}")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            driver.kill()
+            raise DriverError(f"{driver.spec.name}: junk on stdout during {op!r}: {line[:200]!r}") from None
+        if not isinstance(message, dict) or message.get("id") != first + i:
+            driver.kill()
+            raise DriverError(f"{driver.spec.name}: answer to {op!r} out of order")
+        out.append(Answer(bool(message.get("ok")), message.get("result"), message.get("error")))
+    return out
+
+
 class Worker:
     """One sandbox and one warm (untraced) driver, renewed between states."""
 
@@ -141,11 +182,14 @@ class Worker:
                 driver.close()
                 self.driver = None
                 driver, fresh = self._driver()
-            if not fresh:
-                driver.call(str(renew))
-            driver.call("set_clock", dict(CLOCK))
-            for op, args in recovery_ops(case, self.spec.kind):
-                a: Answer = driver.call(op, args)
+            ops = recovery_ops(case, self.spec.kind)
+            head: list[tuple[str, dict[str, Any] | None]] = [] if fresh else [(str(renew), None)]
+            every = pipeline(driver, [*head, ("set_clock", dict(CLOCK)), *ops])
+            answers = every[len(head) + 1 :]
+            for (op, _a), a in zip([*head, ("set_clock", None)], every, strict=False):
+                if not a.ok:
+                    raise DriverError(f"{op} refused: {a.error}")
+            for (op, args), a in zip(ops, answers, strict=True):
                 said.append(f"{op}: {'ok' if a.ok else 'error'} {str(a.result if a.ok else a.error)[:80]!r}")
                 refused = not a.ok or (isinstance(a.result, str) and "busy" in a.result)
                 if refused and is_fresh_write(op, args):
