@@ -28,8 +28,9 @@
 // throws, or whose hooks lack any REQUIRED tool cannot be driven: every op, hello first,
 // answers kind "unavailable" naming the problem.
 
+import { register } from 'node:module';
 import path from 'node:path';
-import { CLOCK_MODES, Unsupported, firstLine, has, identify, load, serve, setClock, targetPath } from './protocol.mjs';
+import { CLOCK_MODES, Unsupported, firstLine, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
 
 const FAMILY = 'openclaude-memory';
 const REQUIRED = ['write_memory', 'remove_memory', 'pin_memory'];
@@ -38,7 +39,7 @@ const SHARED_EXPORTS = ['readMemoryRules', 'parseRules', 'maybeCarryOverToShared
 // ---------------------------------------------------------------- plugin
 const pluginPath = targetPath('node opencode_plugin.mjs <path-to-ocl-memory.mjs>');
 const loaded = await load(pluginPath);
-const pluginModule = loaded.module || {};
+let pluginModule = loaded.module || {};
 let hooks = {};
 let unavailable = loaded.error || null;
 if (!unavailable && typeof pluginModule.default !== 'function') {
@@ -66,7 +67,7 @@ if (!unavailable) {
 // it already, so loading it here runs nothing new).
 const sharedPath = path.join(path.dirname(pluginPath), 'ocl-memory-shared.mjs');
 const sharedLoaded = unavailable ? { module: {} } : await load(sharedPath);
-const sharedModule = sharedLoaded.module || {};
+let sharedModule = sharedLoaded.module || {};
 const sharedLacks = sharedLoaded.error ? ['ocl-memory-shared.mjs (does not import)']
   : SHARED_EXPORTS.filter(name => typeof sharedModule[name] !== 'function')
     .map(name => `ocl-memory-shared.mjs ${name}()`);
@@ -75,6 +76,36 @@ async function shared() {
   return sharedModule;
 }
 const identity = identify(pluginPath, FAMILY, pluginModule);
+
+// fresh_instance (issue 17): the plugin and its helper module loaded anew, as a fresh process
+// loads them, so a crash explorer runs many stores through one warm driver. A module resolve
+// hook (registered at the first call only) gives every relative import the `?instance=N`
+// query of the module importing it, so the plugin's `./ocl-memory-shared.mjs` is a new module
+// instance too. Its own name, not `reset`, so a caller opts in (runner.py, faults/trace.py).
+const INSTANCE_HOOK = 'data:text/javascript,' + encodeURIComponent(`
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  const q = context.parentURL ? new URL(context.parentURL).search : '';
+  if (q.startsWith('?instance=') && /^\\.\\.?\\//.test(specifier) && r.url.startsWith('file:') && !r.url.includes('?')) {
+    return { ...r, url: r.url + q };
+  }
+  return r;
+}`);
+let instance = 0;
+async function freshInstance() {
+  if (instance === 0) register(INSTANCE_HOOK, import.meta.url);
+  resetClock();
+  instance += 1;
+  const again = await load(pluginPath, `?instance=${instance}`);
+  if (again.error) throw new Error(again.error);
+  pluginModule = again.module;
+  hooks = (await pluginModule.default({})) || {};
+  const helper = await load(sharedPath, `?instance=${instance}`);
+  if (helper.error) throw new Error(helper.error);
+  sharedModule = helper.module;
+  callCounter = 0;
+  return null;
+}
 
 let callCounter = 0;
 
@@ -140,6 +171,7 @@ const OPS = {
     ...identity, module: pluginPath, missing: missing(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES,
   }),
   set_clock: args => setClock(args),
+  ...(typeof register === 'function' ? { fresh_instance: () => freshInstance() } : {}),
   write_memory: args => runTool('write_memory', args),
   remove_memory: args => runTool('remove_memory', args),
   pin_memory: args => runTool('pin_memory', args),
