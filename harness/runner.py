@@ -98,11 +98,17 @@ class Worker:
         """The persistent driver (reset), or a fresh one for scenarios that need it."""
         if sc.faults:  # a regression's syscall fault: a fresh driver under strace
             return self._start(sc.env, _strace_wrapper(sc, str(self.sandbox.root))), True
-        if sc.needs_fresh_process:
+        alive = self.driver is not None and self.driver.proc is not None and self.driver.proc.poll() is None
+        # a driver that re-imports its implementation on reset can take the environment there
+        env_by_reset = alive and bool(sc.env) and not sc.fresh_process and bool(
+            self.driver is not None and self.driver.hello.get("reset_env") is True and "reset" in self.driver.ops)
+        if sc.needs_fresh_process and not env_by_reset:
             return self._start(sc.env), True
-        if self.driver is not None and self.driver.proc is not None and self.driver.proc.poll() is None:
+        if self.driver is not None and alive:
             if "reset" in self.driver.ops:
-                self.driver.call("reset")
+                answer = self.driver.call("reset", {"env": sc.env} if sc.env else None)
+                if sc.env and not answer.ok:  # the scenario's environment did not take
+                    raise DriverError(f"reset refused: {answer.error}")
                 return self.driver, False
             if "fresh_instance" in self.driver.ops:  # the module graph loaded anew (OpenCode)
                 answer = self.driver.call("fresh_instance")

@@ -71,6 +71,8 @@ class Server:
     def __init__(self, store: Store, *, new_clock: Callable[[], Clock] = SystemClock) -> None:
         self.store = store
         self._new_clock = new_clock
+        self._env_set: set[str] = set()  # variables the last ``reset`` set
+        self._env_base: dict[str, str | None] = {}  # their values before
         self.session = Session(store)
         self.ops: dict[str, Callable[[Args], object]] = {
             "hello": self.hello,
@@ -138,10 +140,24 @@ class Server:
 
     def hello(self, args: Args) -> object:
         return {"impl": IMPL, "version": VERSION, "pid": os.getpid(), "ops": sorted(self.ops),
-                "clock_modes": list(CLOCK_MODES)}
+                "clock_modes": list(CLOCK_MODES), "reset_env": True}
 
     def reset(self, args: Args) -> None:
-        """Forget all process-global state, as a fresh process would (S-INV-10, C-8)."""
+        """Forget all process-global state, as a fresh process would (S-INV-10, C-8).
+
+        ``env``: variables the fresh process would have been started with on top of this one's
+        first environment (the store's paths are captured anew from them); without it every
+        variable an earlier ``reset`` set is back as it was."""
+        overrides = {str(k): str(v) for k, v in dict(args.get("env") or {}).items()}
+        for key in self._env_set | overrides.keys():
+            if key in overrides:
+                self._env_base.setdefault(key, os.environ.get(key))
+                os.environ[key] = overrides[key]
+            elif (old := self._env_base.pop(key, None)) is not None:
+                os.environ[key] = old
+            else:
+                os.environ.pop(key, None)
+        self._env_set = set(overrides)
         self.store = self.store.renewed(self._new_clock())
         self.session = Session(self.store)
         self.ops.update(self._store_ops())

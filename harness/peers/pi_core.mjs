@@ -26,7 +26,7 @@
 // calls), cannot be driven: every op, hello first, answers kind "unavailable" naming the
 // import error or the missing exports.
 
-import { CLOCK_MODES, Unsupported, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
+import { CLOCK_MODES, Unsupported, applyEnv, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
 
 const FAMILY = 'openpi-memory';
 const REQUIRED = ['executeWriteMemory', 'executeRemoveMemory', 'executePinMemory'];
@@ -56,8 +56,9 @@ const identity = identify(corePath, FAMILY, core);
 // reset: a fresh module instance (a query string makes ESM load the file again), so every
 // piece of module state (carry-over flag, config-error memory, captured paths) starts anew,
 // as in a fresh process; the clock goes back to real time.
-async function reset() {
+async function reset(args = {}) {
   resetClock();
+  applyEnv(args.env); // the core captures its paths at import: the fresh instance sees these
   instance += 1;
   const again = await load(corePath, `?instance=${instance}`);
   if (again.error) throw new Error(again.error);
@@ -74,9 +75,9 @@ function fn(name) {
 // op -> [core export it needs (or null), handler(args)]
 const OPS = {
   hello: [null, () => ({
-    ...identity, module: corePath, missing: missingExports(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES,
+    ...identity, module: corePath, missing: missingExports(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES, reset_env: true,
   })],
-  reset: [null, () => reset()],
+  reset: [null, args => reset(args)],
   set_clock: [null, args => setClock(args)],
   write_memory: ['executeWriteMemory', args => fn('executeWriteMemory')({ ...args })],
   remove_memory: ['executeRemoveMemory', args => fn('executeRemoveMemory')({ ...args })],

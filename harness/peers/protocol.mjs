@@ -37,6 +37,27 @@ for (const name of ['log', 'info', 'debug', 'warn']) {
 // implementation): set_clock, resetClock and the virtual time that answers report.
 export { CLOCK_MODES, resetClock, setClock } from './clock.mjs';
 
+// ---------------------------------------------------------------- environment
+// reset {env}: the variables a fresh process would have been started with, over the first
+// environment; a later reset without them puts every variable back as it was. Drivers that
+// re-import their implementation on reset say "reset_env": true in hello.
+const envBefore = new Map(); // variable -> its value before the first override (undefined: unset)
+
+export function applyEnv(overrides = {}) {
+  const wanted = overrides && typeof overrides === 'object' ? overrides : {};
+  for (const key of new Set([...envBefore.keys(), ...Object.keys(wanted)])) {
+    if (has(wanted, key)) {
+      if (!envBefore.has(key)) envBefore.set(key, process.env[key]);
+      process.env[key] = String(wanted[key]);
+    } else {
+      const old = envBefore.get(key);
+      if (old === undefined) delete process.env[key];
+      else process.env[key] = old;
+      envBefore.delete(key);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- helpers
 export function has(obj, key) {
   return Object.prototype.hasOwnProperty.call(obj, key);

@@ -190,3 +190,25 @@ def test_a_real_time_scenario_runs_on_the_real_clock_in_the_serial_tail() -> Non
     assert [o.status for o in outcomes] == ["pass", "pass"]
     assert order == ["lock/busy-remove", "lock/busy-remove-real"]  # the tail runs after the rest
     assert outcomes[0].op_seconds >= 0.45 > outcomes[1].op_seconds  # waited for real / not at all
+
+
+@pytest.mark.parametrize("spec", [
+    PeerSpec("python"),
+    pytest.param("pi", marks=pytest.mark.skipif(not os.environ.get("MEMCONFORM_PI_CORE"),
+                                               reason="set MEMCONFORM_PI_CORE to run against openpi")),
+])
+def test_reset_takes_a_scenario_environment_and_gives_it_back(spec: PeerSpec | str) -> None:
+    """An env scenario reuses the warm driver: reset {env} is a fresh process started with it."""
+    peer = PeerSpec.parse(spec) if isinstance(spec, str) else spec
+    sandbox = Sandbox.create()
+    try:
+        with start_driver(peer, sandbox.env(), cwd=str(sandbox.root)) as driver:
+            assert driver.hello.get("reset_env") is True
+            first = driver.call("memory_dir").result
+            other = str(sandbox.root / "home" / ".agents")
+            assert driver.call("reset", {"env": {"PI_CODING_AGENT_DIR": other}}).ok
+            assert driver.call("memory_dir").result == other + "/memory"
+            assert driver.call("reset").ok
+            assert driver.call("memory_dir").result == first
+    finally:
+        sandbox.remove()
