@@ -8,7 +8,7 @@ poll interval, looks at the driver process in ``/proc``:
   the process makes no progress (no CPU, no bytes read or written) for ``hang_after``
   (200 ms) → ``Stuck("hang", "read(/…/HANDOFF.md)")``;
 - **livelock**: the process is runnable (state R: running, or waiting only for a CPU, so a
-  loaded machine does not hide it) in ≥ 80 % of the samples for ``livelock_after`` (1 s),
+  loaded machine does not hide it) in ≥ 80 % of the samples for ``livelock_after`` (0.75 s, so it is reported within a second),
   burns ≥ 0.2 s of CPU meanwhile (a starved process is runnable too) and reads and writes
   no byte - no syscalls at all, or the same few stats/opens repeating - →
   ``Stuck("livelock", "…")`` naming the syscalls it was seen in.
@@ -31,7 +31,7 @@ from .oracles.findings import HAZARD, Finding
 from .procs import blocked_in
 
 HANG_AFTER = 0.2
-LIVELOCK_AFTER = 1.0
+LIVELOCK_AFTER = 0.75
 POLL = 0.05
 BUSY_SHARE = 0.8
 MIN_SPIN_CPU = 0.2  # seconds of CPU in the window
@@ -157,7 +157,7 @@ class Watch:
         if wall >= self.livelock_after and cpu >= MIN_SPIN_CPU:
             seen = [n for n, _ in self._seen.most_common(3) if n not in ("running", "futex", "epoll_wait", "epoll_pwait")]
             calls = now.syscalls - first.syscalls
-            what = f"runnable for {wall:.2f} s ({cpu / wall:.0%} CPU), {calls} syscalls, nothing written"
+            what = f"runnable for {wall:.2f} s ({cpu / wall:.0%} CPU), {calls} syscalls, no byte read or written"
             where = f"{what}; seen in {', '.join(seen)}" if seen else what
             return Stuck("livelock", where, now.at - self.started)
         return None
