@@ -125,3 +125,32 @@ def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     scenario.write_text("{}")
     assert main(["replay", str(scenario), str(tmp_path / "gone.nemesis.jsonl")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_campaign_summary_lists_each_finding_with_families_rate_and_replay() -> None:
+    from memconform.harness import nemesis_campaign as camp
+
+    dh = Finding("double-holder", "weakness", clause="S-INV-9", impl=REF, evidence="w4 held .lock …",
+                 regression="r/double-holder.nemesis.jsonl")
+    runs = [camp.Run("pi + reference", "stale-lock", 1, seconds=60.0, ops=900, faults=40, findings=[dh, dh]),
+            camp.Run("all three", "all", 8, seconds=60.0, ops=800, faults=45, findings=[dh]),
+            camp.Run(camp.REF_ALONE, "stale-lock", 1, seconds=30.0, ops=300, faults=20),
+            camp.Run("all three", "kill", 2, error="RuntimeError: boom")]
+    data = camp.summarise(runs, {"r/double-holder.nemesis.jsonl": "2 of 3"})
+    assert data["peer_minutes"] == 2.0 and data["reference_minutes"] == 0.5
+    (row,) = data["findings"]["peers"]
+    assert row["count"] == 3 and row["per_minute"] == 1.5 and row["families"] == ["all", "stale-lock"]
+    assert row["replay"] == "2 of 3" and data["findings"]["reference alone"] == []
+    text = camp.render(data)
+    assert "| double-holder | weakness |" in text and "2 of 3" in text and "RuntimeError: boom" in text
+
+
+def test_bench_rows_put_the_mixes_side_by_side() -> None:
+    from memconform.harness.nemesis_bench import render
+
+    rows = [{"mix": m, "family": "all", "ops_per_s": 50.0, "faults_per_min": 41.5, "findings": {"weakness": 2},
+             "kinds": ["double-holder"], "checker": ["linearizable"], "check_s": 0.2}
+            for m in ("reference alone", "reference + pi + opencode")]
+    lines = render(rows)
+    assert lines[2].startswith("| all | reference alone | 50.0 | 41.5 | 0/0/2 | double-holder |")
+    assert lines[3].startswith("| all | reference + pi + opencode |")
