@@ -5,8 +5,10 @@ poll interval, looks at the driver process in ``/proc``:
 
 - **hang**: a thread blocked in a kernel wait on a file under the sandbox (a FIFO ``openat``
   or ``read``, a ``flock`` …; ``procs.blocked_in`` names the syscall and resolves the fd) and
-  the process makes no progress (no CPU, no bytes read or written) for ``hang_after``
-  (200 ms) → ``Stuck("hang", "read(/…/HANDOFF.md)")``;
+  the process makes no progress (not runnable, no CPU, no bytes read or written) for
+  ``hang_after`` (200 ms) when the file is a FIFO, socket or device or the call a file lock,
+  for 2 s when it is a regular file (contention on a directory is slow, not endless)
+  → ``Stuck("hang", "read(/…/HANDOFF.md)")``;
 - **livelock**: the process is runnable (state R: running, or waiting only for a CPU, so a
   loaded machine does not hide it) in ≥ 80 % of the samples for ``livelock_after`` (0.75 s, so it is reported within a second),
   burns ≥ 0.2 s of CPU meanwhile (a starved process is runnable too) and reads and writes
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import platform
 import queue
+import stat
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -102,6 +105,22 @@ def sample(pid: int) -> Sample | None:
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+REGULAR_PATIENCE = 2.0
+
+
+def _patience(blocked: str, hang_after: float) -> float:
+    """How long a wait may last before it is a hang: ``hang_after`` for what can block for ever
+    (a FIFO, socket or device; a file lock), longer for a regular file, whose open or read
+    only waits for the kernel (a directory busy with a dozen writers on a starved machine)."""
+    name, _, target = blocked.partition("(")
+    if name in ("flock", "fcntl"):
+        return hang_after
+    try:
+        mode = os.stat(target[:-1] if target.endswith(")") else target).st_mode
+    except OSError:
+        return max(hang_after, REGULAR_PATIENCE)
+    special = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+    return hang_after if special else max(hang_after, REGULAR_PATIENCE)
 
 
 class Watch:
@@ -132,10 +151,10 @@ class Watch:
             self._blocked, self._blocked_since = blocked, now if blocked else None
             return None
         moved = now.cpu_ticks != first.cpu_ticks or now.written != first.written or now.read != first.read
-        if moved:
+        if moved or now.runnable:  # woken (maybe still waiting for a CPU): not stuck
             self._blocked_since = now
             return None
-        if now.at - first.at >= self.hang_after:
+        if now.at - first.at >= _patience(blocked, self.hang_after):
             return Stuck("hang", blocked, now.at - self.started)
         return None
 

@@ -84,3 +84,16 @@ def test_a_gone_process_is_never_stuck() -> None:
     child = subprocess.Popen(["true"])
     child.wait()
     assert Watch(child.pid, None).check() is None
+
+
+def test_only_waits_that_can_last_for_ever_are_judged_at_200_ms(tmp_path: Path) -> None:
+    from memconform.harness.hangwatch import _patience
+
+    fifo, plain = tmp_path / "HANDOFF.md", tmp_path / ".lock"
+    os.mkfifo(fifo)
+    plain.write_text("1\t2\tx")
+    assert _patience(f"openat({fifo})", 0.2) == 0.2
+    assert _patience(f"flock({plain})", 0.2) == 0.2
+    # a dozen writers creating and unlinking .lock on a starved machine wait in openat too
+    assert _patience(f"openat({plain})", 0.2) == 2.0
+    assert _patience(f"openat({tmp_path / 'gone'})", 0.2) == 2.0
