@@ -34,7 +34,7 @@ def test_s_lock_10_eight_reference_writers_lose_nothing(shared: bool) -> None:
 def test_s_write_6_adversarial_topics_stay_linearizable_on_reference() -> None:
     result = interop([PeerSpec("python")], writers=8, ops=25, seed=5, topics=ADVERSARIAL_TOPICS)
     assert result.lost == [] and result.violations == []
-    assert result.verdict is not None and not result.verdict.partitioned
+    assert result.verdict is not None  # partitioned by slug family since issue 13, never per topic name
     assert result.verdict.status == LINEARIZABLE, result.verdict.summary()
 
 
