@@ -9,15 +9,16 @@ broken invariants, a non-linearizable history), and a checker out of budget is `
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..linearize import UNKNOWN
 from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
+from ..progress import Progress, progress
 from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, findings, fresh_history_path, interop
 from .common import (
     add_impl_arguments,
+    add_quiet_argument,
     add_report_arguments,
     conclude,
     new_report,
@@ -36,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_report_arguments(p)
     p.add_argument("--writers", type=positive_int, default=8, help="writer processes (at least 1)")
     p.add_argument("--ops", type=positive_int, default=100, help="ops per writer (at least 1)")
+    add_quiet_argument(p)
     p.add_argument("--shared", action="store_true", help="write the shared store (~/.agents/memory)")
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--adversarial", action="store_true", help="case variants and slug collisions")
@@ -60,9 +62,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          help=f"run the reference writers in their opt-in hardened mode ({HARDENED_ENV}=1)")
 
 
-def _progress(stats: list[WriterStats]) -> None:
-    line = " ".join(f"{s.name}:{s.done}" for s in stats)
-    print(f"\r{line}"[:200], end="", file=sys.stderr, flush=True)
+class _WriterProgress:
+    """The writers' polled counts into the one progress reporter (``harness.progress``), so
+    a CI log gets plain lines, not a 200-column line rewritten with ``\\r``."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar, self.seen = bar, 0
+
+    def __call__(self, stats: list[WriterStats]) -> None:
+        done = sum(s.done for s in stats)
+        self.bar.advance(done - self.seen, note=" ".join(f"{s.name}:{s.done}" for s in stats))
+        self.seen = done
 
 
 def _reproduce(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
@@ -82,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     history_path: Path = args.history or fresh_history_path()
     run_report = new_report(args, impls)
-    result = interop(
-        peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
-        timeout=args.timeout, check_budget=args.check_budget, progress=_progress,
-        topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
-    )
-    print(file=sys.stderr)
+    with progress("interop", args.writers * args.ops, quiet=args.quiet) as bar:
+        result = interop(
+            peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
+            timeout=args.timeout, check_budget=args.check_budget, progress=_WriterProgress(bar),
+            topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
+        )
     result.history.save(history_path)
     print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
     for s in result.stats:
