@@ -157,3 +157,21 @@ def test_a_topic_the_next_session_loses_for_good_is_named() -> None:
     assert lost_topics(after, final, Intent("carry-over"), "strict")[0].severity == "violation"
     assert lost_topics(final, final, Intent("carry-over"), "strict") == []
     assert lost_topics(after, final, Intent("remove", removes=frozenset({"a.md"})), "strict") == []
+
+
+def test_recovery_names_a_store_that_refuses_writes() -> None:
+    from memconform.harness.faults.cases import CASES
+    from memconform.harness.faults.recovery import Worker
+    from memconform.harness.faults.trace_states import CrashState
+    from memconform.harness.peers import PeerSpec
+
+    case = CASES["write-create"]
+    state = {**case.files("python"), "agent/memory/.lock": SNAPSHOT_DIR}  # never reclaimed (S-LOCK-2)
+    worker = Worker(PeerSpec("python"))
+    try:
+        stuck = worker.run(case, CrashState("strict", state, 0, "a directory named .lock"))
+        fine = worker.run(case, CrashState("strict", case.files("python"), 0, "before the op"))
+    finally:
+        worker.close()
+    assert [f.kind for f in stuck.findings if f.severity == "hazard"] == ["unavailable"]
+    assert fine.findings == [] and worker.starts == 1  # one warm driver, renewed between states
