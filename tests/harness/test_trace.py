@@ -175,3 +175,17 @@ def test_recovery_names_a_store_that_refuses_writes() -> None:
         worker.close()
     assert [f.kind for f in stuck.findings if f.severity == "hazard"] == ["unavailable"]
     assert fine.findings == [] and worker.starts == 1  # one warm driver, renewed between states
+
+
+def test_block_granularity_and_the_capped_reorder() -> None:
+    big = "A" * 10000
+    log = f'7 openat(AT_FDCWD<{R}>, "{D}/big.md", O_WRONLY|O_CREAT|O_EXCL, 0600) = 3<{D}/big.md>\n' \
+          f'7 write(3<{D}/big.md>, "{big}", 10000) = 10000\n'
+    t = trace_of(log)
+    _k, snap = list(strict_states(t))[-1]
+    cuts = sorted(len(cs.state["agent/memory/big.md"]) for cs in torn_states(t, len(t.ops), snap, "block"))
+    assert cuts == [0, 4096, 5000, 8192]  # synced length, half-way (as the explorer), 4 KiB blocks
+    t2 = trace_of(NO_FSYNC)
+    capped = {cs.key() for cs in reorder_states(t2, cap=1)}
+    strict = {hash(frozenset(tr.state(R).items())) for _k, tr in strict_states(t2)}
+    assert strict <= capped and len(capped) > len(strict)  # every prefix, and one file cut short
