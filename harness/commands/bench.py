@@ -180,6 +180,10 @@ def _render(name: str, data: Any) -> list[str]:
             f"sequences, {ex['crash_points']:,} crash points, {ex['states']:,} states in "
             f"{ex['seconds']:.1f} s, {ex['violations']} violations.",
         ]
+    if name == "w2_trace":
+        from ..faults.trace_bench import markdown
+
+        return markdown(data)
     if name == "w3_nemesis":
         from ..nemesis_bench import render as nemesis_rows
 

@@ -64,6 +64,22 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def markdown(data: dict[str, Any]) -> list[str]:
+    """The rows as the bench's results file shows them."""
+    if "skipped" in data:
+        return [f"Skipped: {data['skipped']}."]
+    lines = ["| impl | op cases | crash states (distinct) | checked/s | recovered/s (warm drivers) | real kills/s |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in data["rows"]:
+        lines.append(f"| {r['impl']} | {r['cases']} | {r['states']:,} ({r['distinct']:,}) | {r['checked_per_second']:,.0f} "
+                     f"| {r['recovered_per_second']:,.0f} ({r['workers']}) | {r['kills_per_second']:.1f} ({r['kill_case']}) |")
+    load = ", ".join(f"{x:.1f}" for x in data["load_average"])
+    lines += ["", f"Traced: every op case recorded once under strace, its states built under strict, lost-dirent, "
+                  f"torn and reorder; checked = distinct states judged per second (median of 5 rounds). "
+                  f"{data['cpus']} cpus, load average {load} at the end."]
+    return lines
+
+
 if __name__ == "__main__":  # python -m memconform.harness.faults.trace_bench
     import json
     import sys
