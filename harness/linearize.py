@@ -195,10 +195,14 @@ class _Search(Generic[S]):
         ends = [INF if op.end is None else float(op.end) for op in ops]
         inert = [op.type == "ok" and model.read_only(op) for op in ops]
         pointers = [0] * len(chains)
+        chain_ids = range(len(chains))
+        base = max((len(chain) for chain in chains), default=0) + 1
+        weight = [base**c for c in range(len(chains))]  # pointers as one number: sum of pointer × weight
+        position = 0
         taken = 0  # bit k: maybe[k] linearized
         interner: _Interner[S] = _Interner(model)
         steps: dict[tuple[int, int], int] = {}  # (state id, op) -> next state id, or -1
-        seen: set[tuple[tuple[int, ...], int, int]] = set()
+        seen: set[tuple[int, int, int]] = set()
 
         def step(sid: int, i: int) -> int:
             nxt = steps.get((sid, i))
@@ -208,20 +212,34 @@ class _Search(Generic[S]):
                 steps[(sid, i)] = nxt
             return nxt
 
+        # each chain's next op, its invocation and its return (INF once the chain is done)
+        head = [chain[0] for chain in chains]
+        head_start = [float(starts[chain[0]]) for chain in chains]
+        head_end = [ends[chain[0]] for chain in chains]
+
+        def advance(c: int, by: int) -> None:
+            pointers[c] += by
+            if pointers[c] < len(chains[c]):
+                i = head[c] = chains[c][pointers[c]]
+                head_start[c], head_end[c] = float(starts[i]), ends[i]
+            else:
+                head_start[c] = head_end[c] = INF
+
         def candidates(sid: int) -> list[tuple[int, int]]:
             """(op, its chain or -1 - its place in ``maybe``) that may take effect next."""
-            heads = [(chain[pointers[c]], c) for c, chain in enumerate(chains) if pointers[c] < len(chain)]
-            horizon = min((ends[i] for i, _ in heads), default=INF)
-            window = sorted(((i, c) for i, c in heads if starts[i] <= horizon), key=lambda ic: ends[ic[0]])
-            for i, c in window:
+            horizon = min(head_end, default=INF)
+            window = sorted((c for c in chain_ids if head_start[c] <= horizon), key=head_end.__getitem__)
+            for c in window:
+                i = head[c]
                 if inert[i] and step(sid, i) == sid:
                     return [(i, c)]  # if any completion exists, one takes this op first
+            out = [(head[c], c) for c in window]
             for k, i in enumerate(maybe):
                 if starts[i] > horizon:
                     break
                 if not taken >> k & 1:
-                    window.append((i, -1 - k))
-            return window
+                    out.append((i, -1 - k))
+            return out
 
         root = interner.id(model.init())
         self.deepest, self.depth = interner.states[root], 0
@@ -241,13 +259,15 @@ class _Search(Generic[S]):
                 if nxt < 0:
                     continue
                 if where >= 0:
-                    pointers[where] += 1
+                    advance(where, 1)
+                    position += weight[where]
                 else:
                     taken |= 1 << (-1 - where)
-                key = (tuple(pointers), taken, nxt)
+                key = (position, taken, nxt)
                 if key in seen:
                     if where >= 0:
-                        pointers[where] -= 1
+                        advance(where, -1)
+                        position -= weight[where]
                     else:
                         taken &= ~(1 << (-1 - where))
                     continue
@@ -263,7 +283,8 @@ class _Search(Generic[S]):
             else:
                 _, _, added, _ = stack.pop()
                 if added is not None and added >= 0:
-                    pointers[added] -= 1
+                    advance(added, -1)
+                    position -= weight[added]
                 elif added is not None:
                     taken &= ~(1 << (-1 - added))
         return False
