@@ -328,6 +328,7 @@ class Attached:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        resume(self.pid)
         try:
             text = self.log.read_text("utf-8", "replace")
         except OSError:
@@ -341,6 +342,15 @@ class Attached:
         except OSError:
             return 0
         return text.count("(INJECTED)") + text.count("(DELAYED)")
+
+
+def resume(pid: int, wait_s: float = 1.0) -> None:
+    """After a tracer went away: wait (bounded) for the kernel to detach it, then SIGCONT, so a
+    writer caught in a ptrace stop by a tracer that died is never left stopped."""
+    deadline = time.monotonic() + wait_s
+    while traced_by(pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    signal_pid(pid, signal.SIGCONT)
 
 
 def traced_by(pid: int) -> int:
@@ -362,12 +372,14 @@ def attach(pid: int, syscall: str, path: Path, inject: str, log: Path, *, wait_s
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            resume(pid)
             return None
         if traced_by(pid) == proc.pid:
             return Attached(proc, log, pid)
         time.sleep(0.005)
     proc.kill()
     proc.wait()
+    resume(pid)
     return None
 
 
