@@ -36,6 +36,7 @@ DEFAULT_DIR = SCENARIO_REGRESSIONS / "nemesis"
 FORMAT = "memconform-nemesis-regression/1"
 _TOKEN = re.compile(r"tok-w\d+-\d+")
 _WRITER = re.compile(r"\b(w\d+|probe\d+)\b")
+_FAULT = re.compile(r"\b[a-z]+(?:-[a-z]+)?#(\d+)\b")
 
 
 class RunLike(Protocol):
@@ -56,13 +57,22 @@ def is_nemesis_file(path: Path) -> bool:
     return path.name.endswith(SUFFIX)
 
 
-def _named_ops(finding: Finding, ops: list[Op]) -> list[Op]:
-    """The client ops a finding's evidence names: its tokens' writes, else its writers' last op."""
+def _named_ops(finding: Finding, ops: list[Op], faults: list[Op]) -> list[Op]:
+    """The client ops a finding's evidence names: its tokens' writes; else its writers' ops
+    while the faults it names (``family#id``) were on; else its writers' last op."""
     tokens = set(_TOKEN.findall(finding.evidence))
     named = [o for o in ops if o.op == "write_memory" and str(o.args.get("content", "")) in tokens]
     if named:
         return named
     writers = set(_WRITER.findall(finding.evidence))
+    ids = {f"nemesis-{n}" for n in _FAULT.findall(finding.evidence)}
+    during = [f for f in faults if f.process in ids]
+    if writers and during:
+        lo = min(f.start for f in during)
+        hi = max(f.end if f.end is not None else f.start for f in during)
+        named = [o for o in ops if o.process in writers and o.start <= hi and (o.end is None or o.end >= lo)]
+        if named:
+            return named
     last: dict[str, Op] = {}
     for o in ops:
         if o.process in writers:
@@ -84,7 +94,7 @@ def minimal_ops(finding: Finding, result: RunLike) -> list[Op]:
         verdict = result.verdicts.get(finding.path)
         chosen = list(verdict.failing_ops) if verdict is not None else []
     else:
-        chosen = _named_ops(finding, ops)
+        chosen = _named_ops(finding, ops, faults)
         topics = {str(o.args.get("topic", "")).strip().lower() for o in chosen}
         for o in chosen[:]:
             end = o.end if o.end is not None else max((p.start for p in ops), default=o.start)

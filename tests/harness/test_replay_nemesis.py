@@ -72,6 +72,15 @@ def test_export_keeps_the_named_op_the_faults_over_it_and_the_schedule(tmp_path:
     assert again.regression == f.regression and len(list(tmp_path.iterdir())) == 1
 
 
+def test_export_of_a_double_holder_keeps_its_writers_ops_while_its_faults_were_on(tmp_path: Path) -> None:
+    dh = Finding("double-holder", "weakness", clause="S-INV-9", impl=REF, path="/s/.lock",
+                 evidence="w0 held /s/.lock from its create until its unlink, and w1 created it again 1.7 ms "
+                          "after w0's create; faults: kill#0")
+    kept = History.load(Path(nx.export(dh, _run(), directory=tmp_path).regression))
+    assert sorted((o.process, o.type) for o in kept.ops()) == [("w0", "ok"), ("w1", "info")]  # not w1's later op
+    assert [o.process for o in kept.faults()] == ["nemesis-0"]
+
+
 def test_export_of_a_finding_naming_no_op_keeps_the_faults(tmp_path: Path) -> None:
     unavailable = Finding("unavailable", HAZARD, clause="S-LOCK-3", impl=REF, evidence="after 61.2 s")
     kept = History.load(Path(nx.export(unavailable, _run(), directory=tmp_path).regression))
