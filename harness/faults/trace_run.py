@@ -105,6 +105,10 @@ def run_traced(
         if trace.error or trace.answer is None:
             camp.failed.append(trace)
             continue
+        if not trace.answer.ok and (trace.answer.error or {}).get("kind") == "unsupported":
+            trace.error = f"the implementation has no {by_name[trace.name].op}: {(trace.answer.error or {}).get('message')}"
+            camp.failed.append(trace)
+            continue
         camp.checks.append(check_trace(trace, by_name[trace.name].intent, models, impl, granularity=granularity))
     camp.check_seconds = time.perf_counter() - t0
     if recover:
