@@ -14,6 +14,7 @@ killed writers) and the linearizability checker, with killed ops as Jepsen's ``i
 from __future__ import annotations
 
 import random
+import shutil
 import signal
 import threading
 import time
@@ -40,6 +41,7 @@ from .nemesis_settle import describe_lock, lock_spans, settled_violations
 from .strace import strace_unavailable
 
 HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"
+ENV_EXEC = shutil.which("env") or "/usr/bin/env"
 PROBE_TOPIC = "Nemesis Probe"
 
 
@@ -177,7 +179,10 @@ class _Engine:
 
     def start(self, spec: PeerSpec, slot: Slot | None = None) -> Driver:
         """A driver; a writer's runs under a lock tracer when the run traces locks."""
-        wrapper: list[str] = []
+        # A writer under the nemesis is paused, delayed and traced on purpose: the driver's /proc
+        # hang watch (issue 15) would take that for a hang and kill it.  A wrapper turns the watch
+        # off (only the per-op timeout judges); ``env`` execs the driver in place, same pid.
+        wrapper: list[str] = [ENV_EXEC] if slot is not None else []
         if slot is not None and self.trace_locks:
             log = self.sandbox.root / f"locks-{slot.name}-{len(self.traces)}.strace"
             self.traces.append(log)
