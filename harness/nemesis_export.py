@@ -57,6 +57,10 @@ def is_nemesis_file(path: Path) -> bool:
     return path.name.endswith(SUFFIX)
 
 
+def _overlap(a: Op, b: Op) -> bool:
+    return a.start <= (b.end if b.end is not None else a.start) and b.start <= (a.end if a.end is not None else b.start)
+
+
 def _named_ops(finding: Finding, ops: list[Op], faults: list[Op]) -> list[Op]:
     """The client ops a finding's evidence names: its tokens' writes; else its writers' ops
     while the faults it names (``family#id``) were on; else its writers' last op."""
@@ -71,6 +75,8 @@ def _named_ops(finding: Finding, ops: list[Op], faults: list[Op]) -> list[Op]:
         lo = min(f.start for f in during)
         hi = max(f.end if f.end is not None else f.start for f in during)
         named = [o for o in ops if o.process in writers and o.start <= hi and (o.end is None or o.end >= lo)]
+        if len(writers) == 2:  # two holders: only their ops that overlapped one another
+            named = [o for o in named if any(p.process != o.process and _overlap(o, p) for p in named)]
         if named:
             return named
     last: dict[str, Op] = {}
@@ -81,8 +87,9 @@ def _named_ops(finding: Finding, ops: list[Op], faults: list[Op]) -> list[Op]:
 
 
 def minimal_ops(finding: Finding, result: RunLike) -> list[Op]:
-    """What the regression file keeps of the run: the ops that show the finding, the ops on
-    their topics that overlapped them, and the faults that overlapped any of these.
+    """What the regression file keeps of the run: the ops that show the finding, for a lost,
+    duplicated or split write also the ops on its topics that overlapped them (what they did
+    to the topic explains it), and the faults that overlapped any of these.
 
     A non-linearizable store keeps the checker's smallest failing sub-history; a finding that
     names no op (an invariant, an unavailable store) keeps the faults alone — the schedule in
@@ -95,7 +102,8 @@ def minimal_ops(finding: Finding, result: RunLike) -> list[Op]:
         chosen = list(verdict.failing_ops) if verdict is not None else []
     else:
         chosen = _named_ops(finding, ops, faults)
-        topics = {str(o.args.get("topic", "")).strip().lower() for o in chosen}
+        topical = finding.kind in ("lost-write", "duplicated-write", "split-topic")
+        topics = set() if not topical else {str(o.args.get("topic", "")).strip().lower() for o in chosen}
         for o in chosen[:]:
             end = o.end if o.end is not None else max((p.start for p in ops), default=o.start)
             chosen += [p for p in ops if p not in chosen and str(p.args.get("topic", "")).strip().lower() in topics
