@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _key(f: Finding) -> tuple[str, str, str]:
-    return (f.kind, f.severity, f.impl)
+    """One row per kind, severity and set of implementations (in any order)."""
+    return (f.kind, f.severity, ", ".join(sorted(x.strip() for x in f.impl.split(","))))
 
 
 def replay_findings(
@@ -212,7 +213,7 @@ def summarise(runs: list[Run], replays: dict[str, str]) -> dict[str, Any]:
         rows: dict[tuple[str, str, str], dict[str, Any]] = {}
         for r in rs:
             for f in r.findings:
-                row = rows.setdefault(_key(f), {"kind": f.kind, "severity": f.severity, "impl": f.impl, "count": 0,
+                row = rows.setdefault(_key(f), {"kind": f.kind, "severity": f.severity, "impl": _key(f)[2], "count": 0,
                                                 "families": set(), "mixes": set(), "regression": f.regression,
                                                 "example": f.evidence[:200]})
                 row["count"] += 1
