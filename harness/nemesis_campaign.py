@@ -123,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle-limit", type=float, default=30.0)
     p.add_argument("--families", default="", help="comma list (default: every family, then all)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--replay-only", type=Path, metavar="DIR",
+                   help="replay the findings of an earlier campaign folder and rewrite its summary")
     args = p.parse_args(argv)
+    if args.replay_only is not None:
+        return replay_summary(args.replay_only, args)
     from .faults.nemesis import FAMILIES
 
     families = [f for f in args.families.split(",") if f] or [*FAMILIES, "all"]
@@ -185,6 +189,56 @@ def replay_findings(
                 out[f.regression] = f"replay failed: {type(e).__name__}: {e}"
             bar.advance(note=f"{cfg} {f.kind}: {out[f.regression]}")
     return out
+
+
+def regroup(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of an older summary merged per kind, severity and implementation set."""
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in rows:
+        impl = ", ".join(sorted(x.strip() for x in r["impl"].split(",")))
+        m = merged.setdefault((r["kind"], r["severity"], impl), {**r, "impl": impl, "count": 0, "per_minute": 0.0,
+                                                                  "families": [], "mixes": [], "regressions": []})
+        m["count"] += r["count"]
+        m["per_minute"] = round(m["per_minute"] + r["per_minute"], 2)
+        m["families"] = sorted({*m["families"], *r["families"]})
+        m["mixes"] = sorted({*m["mixes"], *r["mixes"]})
+        m["regressions"] = [*m["regressions"], r["regression"]]
+    return sorted(merged.values(), key=lambda x: (x["severity"] != "violation", x["kind"], x["impl"]))
+
+
+def replay_summary(folder: Path, args: argparse.Namespace) -> int:
+    """Replay one regression per row of ``folder``'s summary (violations first, each against
+    the first mix that showed it) until ``--replay-until``; rewrite the summary with k of n."""
+    data = json.loads((folder / "summary.json").read_text())
+    stop = _deadline(args.replay_until or "+10")
+    mixes = configs()
+    every = sorted({s for specs in mixes.values() for s in specs})
+    labels = {i.spec: f"{i.name} {i.version}" for i in preflight([PeerSpec.parse(s) for s in every], timeout=args.timeout)}
+    seconds: dict[str, float] = defaultdict(float)
+    for group in data["findings"]:
+        data["findings"][group] = regroup(data["findings"][group])
+    rows = [r for group in data["findings"].values() for r in group]
+    with progress("nemesis campaign replays", len(rows)) as bar:
+        for r in sorted(rows, key=lambda x: x["severity"] != "violation"):
+            if time.time() >= stop:
+                r["replay"] = "not replayed (time)"
+                bar.advance(note="skipped (time)")
+                continue
+            cfg = r["mixes"][0]
+            try:
+                reg = nx.load(Path(r["regressions"][0]))
+                done = nx.replay(reg, [PeerSpec.parse(s) for s in mixes[cfg]], runs=args.replay_runs, labels=labels,
+                                 timeout=args.timeout, check_budget=args.check_budget)
+                r["replay"] = f"{sum(x.reproduced for x in done)} of {len(done)} ({cfg})"
+                seconds[cfg] += sum(x.seconds for x in done)
+            except Exception as e:  # reported, not fatal
+                r["replay"] = f"replay failed: {type(e).__name__}: {e}"
+            bar.advance(note=f"{cfg} {r['kind']}: {r['replay']}")
+    data["replay_minutes"] = {k: round(v / 60, 2) for k, v in seconds.items()}
+    (folder / "summary.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    (folder / "summary.md").write_text(render(data))
+    print(f"summary: {folder / 'summary.md'}")
+    return 0
 
 
 def _save(out: Path, runs: list[Run], replays: dict[str, str], args: argparse.Namespace) -> None:
@@ -254,8 +308,9 @@ def render(data: dict[str, Any]) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             ex = r["example"].replace("|", "\\|").replace("\n", " ")
+            regs = ", ".join(Path(x).name for x in r.get("regressions", [r["regression"]]))
             lines.append(f"| {r['kind']} | {r['severity']} | {r['impl']} | {', '.join(r['families'])} | "
-                         f"{', '.join(r['mixes'])} | {r['count']} | {r['per_minute']} | {r['regression']} | "
+                         f"{', '.join(r['mixes'])} | {r['count']} | {r['per_minute']} | {regs} | "
                          f"{r['replay']} | {ex} |")
     if data["errors"]:
         lines += ["", "## Runs that failed", "", *(f"- {e}" for e in data["errors"])]

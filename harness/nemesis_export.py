@@ -215,9 +215,14 @@ class ReplayRun:
 
 
 def matches(found: Finding, wanted: dict[str, Any]) -> bool:
-    """Whether a replay's finding is the recorded one: same kind, same implementation (the
+    """Whether a replay's finding is the recorded one: same kind, same implementations (the
     severity may move between violation and weakness with which faults overlapped)."""
-    return found.kind == wanted.get("kind") and found.impl == wanted.get("impl")
+    return found.kind == wanted.get("kind") and _impls(found.impl) == _impls(str(wanted.get("impl", "")))
+
+
+def _impls(text: str) -> frozenset[str]:
+    """The implementations a finding names, in any order ("a, b" is "b, a")."""
+    return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
 def replay(

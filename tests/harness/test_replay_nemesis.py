@@ -163,3 +163,15 @@ def test_bench_rows_put_the_mixes_side_by_side() -> None:
     lines = render(rows)
     assert lines[2].startswith("| all | reference alone | 50.0 | 41.5 | 0/0/2 | double-holder |")
     assert lines[3].startswith("| all | reference + pi + opencode |")
+
+
+def test_older_summary_rows_merge_per_implementation_set_and_replay_matches_any_order() -> None:
+    from memconform.harness import nemesis_campaign as camp
+
+    row = {"kind": "double-holder", "severity": "violation", "count": 1, "per_minute": 0.5,
+           "families": ["stale-lock"], "mixes": ["all three"], "regression": "a", "example": "", "replay": ""}
+    merged = camp.regroup([{**row, "impl": "b 1, a 2"}, {**row, "impl": "a 2, b 1", "regression": "c", "families": ["all"]}])
+    assert len(merged) == 1 and merged[0]["count"] == 2 and merged[0]["per_minute"] == 1.0
+    assert merged[0]["regressions"] == ["a", "c"] and merged[0]["families"] == ["all", "stale-lock"]
+    assert nx.matches(Finding("double-holder", VIOLATION, impl="a 2, b 1"), {"kind": "double-holder", "impl": "b 1, a 2"})
+    assert not nx.matches(Finding("double-holder", VIOLATION, impl="a 2"), {"kind": "double-holder", "impl": "b 1, a 2"})
