@@ -125,7 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--replay-only", type=Path, metavar="DIR",
                    help="replay the findings of an earlier campaign folder and rewrite its summary")
+    p.add_argument("--merge", type=Path, action="append", default=[], metavar="DIR",
+                   help="merge the summaries of these campaign folders into --out (repeatable)")
+    p.add_argument("--regressions", type=Path, default=None, metavar="DIR",
+                   help="with --merge: the folder the merged rows' regression files are in")
     args = p.parse_args(argv)
+    if args.merge:
+        if args.out is None:
+            p.error("--merge needs --out")
+        merge(args.merge, args.out, args.regressions)
+        return 0
     if args.replay_only is not None:
         return replay_summary(args.replay_only, args)
     from .faults.nemesis import FAMILIES
@@ -202,8 +211,43 @@ def regroup(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         m["per_minute"] = round(m["per_minute"] + r["per_minute"], 2)
         m["families"] = sorted({*m["families"], *r["families"]})
         m["mixes"] = sorted({*m["mixes"], *r["mixes"]})
-        m["regressions"] = [*m["regressions"], r["regression"]]
+        m["regressions"] = [*m["regressions"], *r.get("regressions", [r["regression"]])]
     return sorted(merged.values(), key=lambda x: (x["severity"] != "violation", x["kind"], x["impl"]))
+
+
+def merge(folders: list[Path], out: Path, regressions: Path | None = None) -> dict[str, Any]:
+    """One summary of several campaign folders (runs interrupted and resumed, other seeds):
+    minutes and counts added, rows merged per kind, severity and implementation set, rates
+    per minute of the merged minutes; regression paths into ``regressions`` when given."""
+    parts = [json.loads((f / "summary.json").read_text()) for f in folders]
+    mixes: dict[str, dict[str, Any]] = {}
+    for d in parts:
+        for name, m in d["mixes"].items():
+            t = mixes.setdefault(name, {"runs": 0, "minutes": 0.0, "ops": 0, "faults": 0, "errors": 0, "families": []})
+            for k in ("runs", "ops", "faults", "errors"):
+                t[k] += m[k]
+            t["minutes"] = round(t["minutes"] + m["minutes"], 2)
+            t["families"] = sorted({*t["families"], *m["families"]})
+    data: dict[str, Any] = {
+        "mixes": mixes,
+        "peer_minutes": round(sum(d["peer_minutes"] for d in parts), 2),
+        "reference_minutes": round(sum(d["reference_minutes"] for d in parts), 2),
+        "findings": {}, "errors": [e for d in parts for e in d["errors"]],
+        "replay_minutes": {}, "merged_from": [str(f) for f in folders],
+    }
+    for group, minutes in (("peers", data["peer_minutes"]), ("reference alone", data["reference_minutes"])):
+        rows = regroup([r for d in parts for r in d["findings"].get(group, [])])
+        for r in rows:
+            r["per_minute"] = round(r["count"] / minutes, 2) if minutes else 0.0
+            if regressions is not None:
+                r["regressions"] = sorted({str(regressions / Path(x).name) for x in r["regressions"]})
+            r["regression"] = r["regressions"][0]
+            r["replay"] = "not replayed"
+        data["findings"][group] = rows
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    (out / "summary.md").write_text(render(data))
+    return data
 
 
 def replay_summary(folder: Path, args: argparse.Namespace) -> int:

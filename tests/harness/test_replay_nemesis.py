@@ -175,3 +175,18 @@ def test_older_summary_rows_merge_per_implementation_set_and_replay_matches_any_
     assert merged[0]["regressions"] == ["a", "c"] and merged[0]["families"] == ["all", "stale-lock"]
     assert nx.matches(Finding("double-holder", VIOLATION, impl="a 2, b 1"), {"kind": "double-holder", "impl": "b 1, a 2"})
     assert not nx.matches(Finding("double-holder", VIOLATION, impl="a 2"), {"kind": "double-holder", "impl": "b 1, a 2"})
+
+
+def test_campaign_folders_merge_minutes_and_rates(tmp_path: Path) -> None:
+    from memconform.harness import nemesis_campaign as camp
+
+    dh = Finding("double-holder", "weakness", impl=REF, evidence="…", regression="x/dh.nemesis.jsonl")
+    for name, seconds in (("a", 60.0), ("b", 180.0)):
+        data = camp.summarise([camp.Run("all three", "stale-lock", 1, seconds=seconds, findings=[dh])], {})
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(data))
+    merged = camp.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", tmp_path / "regs")
+    assert merged["peer_minutes"] == 4.0 and merged["mixes"]["all three"]["runs"] == 2
+    (row,) = merged["findings"]["peers"]
+    assert row["count"] == 2 and row["per_minute"] == 0.5 and row["regressions"] == [str(tmp_path / "regs" / "dh.nemesis.jsonl")]
+    assert (tmp_path / "m" / "summary.md").read_text().count("| double-holder |") == 1
