@@ -271,7 +271,7 @@ def replay_summary(folder: Path, args: argparse.Namespace) -> int:
             cfg = r["mixes"][0]
             try:
                 reg = nx.load(Path(r["regressions"][0]))
-                done = nx.replay(reg, [PeerSpec.parse(s) for s in mixes[cfg]], runs=args.replay_runs, labels=labels,
+                done = nx.replay(reg, [PeerSpec.parse(spec) for spec in mixes[cfg]], runs=args.replay_runs, labels=labels,
                                  timeout=args.timeout, check_budget=args.check_budget)
                 r["replay"] = f"{sum(x.reproduced for x in done)} of {len(done)} ({cfg})"
                 seconds[cfg] += sum(x.seconds for x in done)

@@ -15,6 +15,15 @@ from ..peers import PeerSpec, preflight
 from .common import SetupError, conclude, new_report
 
 
+def _spec(name: str) -> PeerSpec:
+    """A recorded peer; one recorded at a path this machine lacks is found the usual way
+    (``pi`` → ``$MEMCONFORM_PI_CORE``), so a committed regression replays elsewhere."""
+    kind, _, path = name.partition(":")
+    if kind in ("pi", "opencode") and path and not Path(path).exists():
+        return PeerSpec.parse(kind)
+    return PeerSpec.parse(name)
+
+
 def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
     try:
         regs = [nx.load(f) for f in files]
@@ -25,8 +34,7 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
     executed = 0
     run_report = None
     for reg in regs:
-        names = args.nemesis_impl or reg.specs
-        peers = list(dict.fromkeys(PeerSpec.parse(n) for n in names))
+        peers = list(dict.fromkeys(_spec(n) for n in args.nemesis_impl or reg.specs))
         impls = preflight(peers, timeout=args.timeout)
         labels = {i.spec: f"{i.name} {i.version}" for i in impls}
         if run_report is None:
