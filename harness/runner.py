@@ -229,8 +229,8 @@ class Worker:
             sc = scenario.bind(self.sandbox.placeholders())
             actions.place_given(self.sandbox, sc.given)
             before = snapshot(self.sandbox.root)
-            known = self.driver.ops if self.driver is not None and sc.needs_fresh_process else set()
-            if known and (lacking := sorted(sc.driver_ops - known)):  # no fresh driver to learn that
+            known = self.driver.ops if self.driver is not None else set()
+            if known and (lacking := sorted(sc.driver_ops - known)):  # no reset or fresh driver to learn that
                 outcome.status, outcome.reason = "skip", f"driver lacks op(s) {', '.join(lacking)}"
                 return outcome
             driver, is_fresh = self._driver_for(sc)
