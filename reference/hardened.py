@@ -9,6 +9,9 @@ same token format and the same liveness rules, so unchanged peers interoperate w
    earlier reclaimer's fresh lock and both hold it.  Hardened: a reclaim (recheck, unlink,
    create) runs only while holding a second exclusive file ``D/.lock.reclaim`` with our token;
    that guard is itself taken over only when older than 10 s with a dead owner (S-LOCK-3).
+   The liveness read must see the same file the ``lstat`` saw (a lock released meanwhile is
+   not "unreadable", it is gone), and the recheck compares the content too: inode numbers are
+   reused at once and mtimes are coarse, so inode+mtime alone cannot tell two locks apart.
 2. *A visible empty lock* (S-LOCK-2 step 2 with S-LOCK-3's unreadable-pid rule; S-INV-9 c):
    between the exclusive create and the token write the lock is empty, and a writer whose clock
    runs more than a minute ahead judges it older than 60 s and reclaims a live lock.  Hardened:
@@ -25,13 +28,16 @@ create.  docs/NEMESIS.md has the measurements.
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 import stat
 
 from .clock import Clock
 from .errors import NodeError
 from .fs import CREATE_EXCLUSIVE, Fs, read_lock_content
-from .lock import HARDENED_ENV, STALE_MS, make_token, mtime_ms, owner_alive
+from .lock import HARD_STALE_MS, HARDENED_ENV, STALE_MS, make_token, mtime_ms, owner_alive
+from .text import parse_int, trim
 
 ENV = HARDENED_ENV
 GUARD_SUFFIX = ".reclaim"
@@ -68,6 +74,24 @@ def create_lock(fs: Fs, path: str, token: str) -> bool:
             pass
 
 
+def _same(st: os.stat_result, first: os.stat_result) -> bool:
+    return st.st_ino == first.st_ino and st.st_mtime_ns == first.st_mtime_ns
+
+
+def _alive(fs: Fs, content: str | None, age_ms: float) -> bool:
+    """S-LOCK-3 on content already read (the same rules as ``lock.owner_alive``)."""
+    pid = math.nan if content is None else parse_int(trim(content).split("\t")[0])
+    if math.isnan(pid) or math.isinf(pid) or pid <= 0 or pid != int(pid):
+        return age_ms <= HARD_STALE_MS
+    try:
+        fs.kill(int(pid), 0)
+    except NodeError as e:
+        return e.errno != errno.ESRCH
+    except (OverflowError, ValueError):
+        return True
+    return True
+
+
 def _take_guard(fs: Fs, clock: Clock, guard: str, token: str) -> bool:
     """Hold ``D/.lock.reclaim``; a guard whose owner died more than 10 s ago is taken over."""
     if create_lock(fs, guard, token):
@@ -96,14 +120,20 @@ def try_acquire(fs: Fs, clock: Clock, path: str) -> str | None:
         if not stat.S_ISREG(first.st_mode):
             return None
         age = clock.now_ms() - mtime_ms(first)
-        if age <= STALE_MS or owner_alive(fs, path, age):
+        if age <= STALE_MS:
+            return None
+        content = read_lock_content(fs, path)
+        if not _same(fs.lstat(path), first):
+            return None  # released (or replaced) while we read it: nothing stale to judge
+        if _alive(fs, content, age):
             return None
         guard = path + GUARD_SUFFIX
         if not _take_guard(fs, clock, guard, token):
             return None
         try:
-            again = fs.lstat(path)  # S-LOCK-4, now that no other hardened reclaimer can run
-            if again.st_ino != first.st_ino or again.st_mtime_ns != first.st_mtime_ns:
+            # S-LOCK-4, now that no other hardened reclaimer can run; the content too, since
+            # inode numbers are reused at once and mtimes are coarse (tmpfs: a clock tick)
+            if not _same(fs.lstat(path), first) or read_lock_content(fs, path) != content:
                 return None
             try:
                 fs.unlink(path)
