@@ -124,13 +124,24 @@ KILL_REACH_NS = 20_000_000_000
 still polling it some seconds later."""
 
 
+CLOCK_REACH_NS = 6_000_000_000
+"""A skewed writer gets its clock back between ops: up to one op (OpenCode's 5 s shared
+window) after the fault's end."""
+
+
 def overlapping(start: int, end: int | None, faults: Iterable[OpLike]) -> list[OpLike]:
     """The faults active at some moment of ``[start, end]`` (an open end: until the end); a
     kill counts for ``KILL_REACH_NS`` after it, while the lock it left is being reclaimed."""
     stop = end if end is not None else 1 << 62
     out = []
     for f in faults:
-        until = f.start + KILL_REACH_NS if f.args.get("family") == "kill" else f.end
+        family = f.args.get("family")
+        if family == "kill":
+            until: int | None = f.start + KILL_REACH_NS
+        elif family == "clock" and f.end is not None:
+            until = f.end + CLOCK_REACH_NS  # the skew is put back only at the writer's next op
+        else:
+            until = f.end
         if f.start <= stop and (until is None or until >= start):
             out.append(f)
     return out

@@ -82,6 +82,9 @@ def test_a_lock_fault_during_the_op_makes_the_loss_the_accepted_weakness() -> No
     assert lost_writes([op], [disk], faults=[_fault("pause", 300, 400)])[0].severity == VIOLATION
     killed_earlier = _fault("kill", 100 - 15_000_000_000, 100 - 15_000_000_000)  # its lock is reclaimed now
     assert lost_writes([op], [disk], faults=[killed_earlier])[0].severity == WEAKNESS
+    skewed_until_its_next_op = _fault("clock", 0, 50)
+    assert lost_writes([op], [disk], faults=[skewed_until_its_next_op])[0].severity == WEAKNESS
+    assert lost_writes([op], [disk], faults=[_fault("pause", 0, 50)])[0].severity == VIOLATION
 
 
 def test_split_topic_from_two_index_lines_and_from_frontmatter() -> None:
