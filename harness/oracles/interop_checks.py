@@ -5,6 +5,8 @@ Three checks over a settled store and the history that wrote it:
 - ``lost_writes``: an acknowledged append (not later removed or replaced) whose token is not
   reachable *through the index*: in a file named by a parseable index entry (S-IDX-1).  A token
   in an unindexed file is lost: no reader finds it (S-WRITE-6/7 resolve names through the index).
+  A remove excuses only a token left in an unindexed file (it never touches topic files); a token
+  gone from every file is excused only by a replace of the same file.
 - ``split_topics``: one topic name (compared lowercased, S-WRITE-6) owned by two files, either
   as two index lines naming different files or as two indexed files whose frontmatter ``name``
   is the same topic; the lock serialises writers, so the name lookup always finds the one file.
@@ -103,9 +105,13 @@ def _may_reach(remover: str, topic: str) -> bool:
     return s in low or s in f"{slug}.md"
 
 
-def _excused(op: OpLike, ops: Sequence[OpLike]) -> bool:
-    """A replace of the same file or a remove that can select its entry, not definitely
-    failed and not over before the append began, may have taken the token away."""
+def _excused(op: OpLike, ops: Sequence[OpLike], *, removes: bool = True) -> bool:
+    """A replace of the same file or (``removes``) a remove that can select its entry, not
+    definitely failed and not over before the append began, may have taken the token away.
+
+    A remove only drops the index line (S-REMOVE-4/5, S-INV-4: topic files are never deleted
+    or touched), so it can explain a token left in an unindexed file, never a token gone from
+    every file: that only a replace (or a second holder) can do."""
     low, slug = _names(op.args.get("topic", ""))
     for o in ops:
         if o is op or o.type == "fail" or (o.end is not None and o.end < op.start):
@@ -113,7 +119,7 @@ def _excused(op: OpLike, ops: Sequence[OpLike]) -> bool:
         if o.op == "write_memory" and not _is_append(o):
             if {low, slug} & set(_names(o.args.get("topic", ""))):
                 return True
-        elif (o.op == "remove_memory" and _may_reach(str(o.args.get("topic", "")), str(op.args.get("topic", "")))
+        elif (removes and o.op == "remove_memory" and _may_reach(str(o.args.get("topic", "")), str(op.args.get("topic", "")))
               and (o.type == "info" or kind_model.result_kind(o.result) == "removed")):
             return True
     return False
@@ -189,9 +195,11 @@ def lost_writes(
                 found.append(Finding("duplicated-write", VIOLATION, clause="S-INV-3", impl=impl_of.get(op.process, ""),
                                      op="write_memory", evidence=f"acknowledged append {op.process}: {topic!r} {token} "
                                      f"×{count} in indexed files{extra}", reproduce=reproduce))
-            if count or _excused(op, ops):
+            if count:
                 continue
             holders = sorted(f for f, body in disk.files.items() if pattern.search(body))
+            if _excused(op, ops, removes=bool(holders) or view is not disk):
+                continue
             where = f"in unindexed {', '.join(holders)}" if holders else "in no file"
             reader = "" if view is disk else f" as {view.reader} reads it"
             found.append(Finding(

@@ -56,7 +56,7 @@ def test_a_reader_that_does_not_reach_the_token_loses_it_for_itself() -> None:
 
 
 def test_a_remove_that_may_select_the_entry_excuses_the_loss_a_busy_one_does_not() -> None:
-    disk = StoreView("disk", "# Memory Index\n\n", {"alpha-notes.md": "tok-w0-1\n"})
+    disk = StoreView("disk", "# Memory Index\n\n", {"alpha-notes.md": "tok-w0-1\n"})  # unindexed
     append = _append(0, "w0", "Alpha Notes", "tok-w0-1", 0, 10)
     removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index.')
     busy = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, type_="fail", result="Error: memory store is busy")
@@ -66,6 +66,18 @@ def test_a_remove_that_may_select_the_entry_excuses_the_loss_a_busy_one_does_not
     assert lost_writes([append, killed], [disk]) == []
     assert [f.kind for f in lost_writes([append, busy], [disk])] == ["lost-write"]
     assert [f.kind for f in lost_writes([append, before], [disk])] == ["lost-write"]
+
+
+def test_a_remove_never_excuses_a_token_gone_from_every_file() -> None:
+    """S-REMOVE-5: the topic file is never touched, so only a replace (or two holders) can
+    take a token out of it."""
+    disk = StoreView("disk", "# Memory Index\n\n", {"alpha-notes.md": "tok-w1-2\n"})
+    append = _append(0, "w0", "Alpha Notes", "tok-w0-1", 0, 10)
+    removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index.')
+    replaced = _op(2, "w2", "write_memory", {"topic": "alpha notes", "content": "x", "mode": "replace"}, 5, 20)
+    [lost] = lost_writes([append, removed], [disk])
+    assert "in no file" in lost.evidence
+    assert lost_writes([append, removed, replaced], [disk]) == []
 
 
 def test_duplicated_tokens_are_counted_through_the_index() -> None:
