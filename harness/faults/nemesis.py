@@ -226,10 +226,10 @@ class Planted:
 
 
 def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int = 0,
-               attempts: int = 200) -> Planted | None:
+               attempts: int = 400) -> Planted | None:
     """Create ``D/.lock`` of ``kind`` only when none exists (``O_EXCL``, ``mkdir``, ``symlink``,
-    ``mkfifo`` all fail on an existing name): a live lock is never replaced.  Polls briefly
-    (5 ms) for a moment without a lock; None when there was none."""
+    ``mkfifo`` all fail on an existing name): a live lock is never replaced.  Polls (every 5 ms,
+    up to ``attempts`` times) for a moment without a lock; None when there was none."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK
     now_ms = time.time_ns() // 1_000_000

@@ -71,8 +71,8 @@ def _every_family() -> nm.Schedule:
     plans = [
         nm.FaultPlan(0, 0.3, "kill", 0),
         nm.FaultPlan(1, 0.5, "pause", 1, params={"duration": 0.7}),
-        nm.FaultPlan(2, 0.8, "stale-lock", 0, params={"kind": "dead-pid", "age_s": 12.0, "duration": 0.6}),
-        nm.FaultPlan(3, 1.5, "foreign-lock", 0, params={"kind": "directory", "duration": 0.3}),
+        nm.FaultPlan(2, 1.3, "stale-lock", 0, params={"kind": "dead-pid", "age_s": 12.0, "duration": 0.6}),
+        nm.FaultPlan(3, 2.0, "foreign-lock", 0, params={"kind": "directory", "duration": 0.3}),
         nm.FaultPlan(4, 2.0, "clock", 1, params={"skew_ms": 600_000, "duration": 0.5}),
     ]
     if NO_STRACE is None:
