@@ -36,7 +36,7 @@ import stat
 from .clock import Clock
 from .errors import NodeError
 from .fs import CREATE_EXCLUSIVE, Fs, read_lock_content
-from .lock import HARD_STALE_MS, HARDENED_ENV, STALE_MS, make_token, mtime_ms, owner_alive
+from .lock import HARD_STALE_MS, HARDENED_ENV, STALE_MS, make_token, mtime_ms
 from .text import parse_int, trim
 
 ENV = HARDENED_ENV
@@ -92,16 +92,34 @@ def _alive(fs: Fs, content: str | None, age_ms: float) -> bool:
     return True
 
 
+def _stale(fs: Fs, clock: Clock, path: str) -> tuple[os.stat_result, str | None] | None:
+    """``path`` as first seen and its content, when it is a regular file older than 10 s whose
+    owner is dead (S-LOCK-3); the liveness read must see that same file (one released
+    meanwhile is gone, not "unreadable")."""
+    first = fs.lstat(path)
+    if not stat.S_ISREG(first.st_mode):
+        return None
+    age = clock.now_ms() - mtime_ms(first)
+    if age <= STALE_MS:
+        return None
+    content = read_lock_content(fs, path)
+    if not _same(fs.lstat(path), first) or _alive(fs, content, age):
+        return None
+    return first, content
+
+
+def _unchanged(fs: Fs, path: str, first: os.stat_result, content: str | None) -> bool:
+    """S-LOCK-4's recheck, with the content too: inode numbers are reused at once and mtimes
+    are coarse (tmpfs: a clock tick), so inode+mtime alone cannot tell two locks apart."""
+    return _same(fs.lstat(path), first) and read_lock_content(fs, path) == content
+
+
 def _take_guard(fs: Fs, clock: Clock, guard: str, token: str) -> bool:
     """Hold ``D/.lock.reclaim``; a guard whose owner died more than 10 s ago is taken over."""
     if create_lock(fs, guard, token):
         return True
-    first = fs.lstat(guard)
-    age = clock.now_ms() - mtime_ms(first)
-    if not stat.S_ISREG(first.st_mode) or age <= STALE_MS or owner_alive(fs, guard, age):
-        return False
-    again = fs.lstat(guard)
-    if again.st_ino != first.st_ino or again.st_mtime_ns != first.st_mtime_ns:
+    seen = _stale(fs, clock, guard)
+    if seen is None or not _unchanged(fs, guard, *seen):
         return False
     try:
         fs.unlink(guard)
@@ -116,24 +134,14 @@ def try_acquire(fs: Fs, clock: Clock, path: str) -> str | None:
     if create_lock(fs, path, token):
         return token
     try:
-        first = fs.lstat(path)
-        if not stat.S_ISREG(first.st_mode):
-            return None
-        age = clock.now_ms() - mtime_ms(first)
-        if age <= STALE_MS:
-            return None
-        content = read_lock_content(fs, path)
-        if not _same(fs.lstat(path), first):
-            return None  # released (or replaced) while we read it: nothing stale to judge
-        if _alive(fs, content, age):
+        seen = _stale(fs, clock, path)
+        if seen is None:
             return None
         guard = path + GUARD_SUFFIX
         if not _take_guard(fs, clock, guard, token):
             return None
         try:
-            # S-LOCK-4, now that no other hardened reclaimer can run; the content too, since
-            # inode numbers are reused at once and mtimes are coarse (tmpfs: a clock tick)
-            if not _same(fs.lstat(path), first) or read_lock_content(fs, path) != content:
+            if not _unchanged(fs, path, *seen):  # S-LOCK-4, now that no hardened reclaimer races us
                 return None
             try:
                 fs.unlink(path)
