@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
 DEFAULT_TIMEOUT = 10.0
+# Ops that (re)load the implementation's code: not watched for hangs (a start under load
+# looks like a spin: runnable, burning CPU, no bytes read or written)
+LOADING_OPS = frozenset({"hello", "reset", "fresh_instance"})
 ENV_PI = "MEMCONFORM_PI_CORE"
 ENV_OPENCODE = "MEMCONFORM_OPENCODE_PLUGIN"
 
@@ -251,7 +254,9 @@ class Driver:
             raise DriverError(f"{self.spec.name}: driver is gone ({e})", self.stderr()) from None
         wait = self.timeout if timeout is None else timeout
         try:
-            if self.wrapper:  # strace stops and delays its tracee: only the timeout can judge
+            if self.wrapper or op in LOADING_OPS:
+                # strace stops and delays its tracee, and loading code compiles it (CPU, no
+                # I/O, slow on a loaded machine): only the timeout can judge those
                 line, stuck = self._lines.get(timeout=wait), None
             else:
                 line, stuck = wait_line(self._lines, self.pid, self.cwd, wait)
