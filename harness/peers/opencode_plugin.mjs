@@ -28,7 +28,8 @@
 // throws, or whose hooks lack any REQUIRED tool cannot be driven: every op, hello first,
 // answers kind "unavailable" naming the problem.
 
-import { register } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { CLOCK_MODES, Unsupported, firstLine, has, identify, load, resetClock, serve, setClock, targetPath } from './protocol.mjs';
 
@@ -78,32 +79,65 @@ async function shared() {
 const identity = identify(pluginPath, FAMILY, pluginModule);
 
 // fresh_instance (issue 17): the plugin and its helper module loaded anew, as a fresh process
-// loads them, so a crash explorer runs many stores through one warm driver. A module resolve
-// hook (registered at the first call only) gives every relative import the `?instance=N`
-// query of the module importing it, so the plugin's `./ocl-memory-shared.mjs` is a new module
-// instance too. Its own name, not `reset`, so a caller opts in (runner.py, faults/trace.py).
-const INSTANCE_HOOK = 'data:text/javascript,' + encodeURIComponent(`
-export async function resolve(specifier, context, next) {
-  const r = await next(specifier, context);
-  const q = context.parentURL ? new URL(context.parentURL).search : '';
-  if (q.startsWith('?instance=') && /^\\.\\.?\\//.test(specifier) && r.url.startsWith('file:') && !r.url.includes('?')) {
-    return { ...r, url: r.url + q };
-  }
-  return r;
-}`);
+// loads them, so a crash explorer runs many stores through one warm driver. Node caches a
+// module by URL, so each instance imports a private copy of the plugin folder: its module
+// files hard-linked (copied across file systems) into a temporary mirror whose other entries,
+// up to the plugin's grandparent (the plugin reads `../../skills`), are symlinks to the real
+// ones. Relative imports then resolve inside the mirror, so `./ocl-memory-shared.mjs` is new
+// too. (A resolve hook adding `?instance=N` did the same at 2-3x the cost per instance: every
+// import round-trips to the loader thread.) Its own name, not `reset`, so a caller opts in
+// (runner.py, faults/trace.py).
+const MODULE_FILE = /\.(mjs|cjs|js)$/;
 let instance = 0;
+let mirrors = null;
+let previousMirror = null;
+
+function linkOrCopy(from, to) {
+  try { fs.linkSync(from, to); } catch { fs.copyFileSync(from, to); }
+}
+
+function mirrorPlugin(n) {
+  if (mirrors === null) {
+    mirrors = fs.mkdtempSync(path.join(os.tmpdir(), 'memconform-ocl-'));
+    process.on('exit', () => fs.rmSync(mirrors, { recursive: true, force: true }));
+  }
+  const pluginDir = path.dirname(pluginPath);
+  const root = path.resolve(pluginDir, '..', '..');
+  const steps = path.relative(root, pluginDir).split(path.sep).filter(Boolean);
+  const top = path.join(mirrors, String(n));
+  let real = root;
+  let copy = top;
+  fs.mkdirSync(copy);
+  for (const step of [...steps, null]) {
+    for (const entry of fs.readdirSync(real)) {
+      if (entry === step) continue;
+      const from = path.join(real, entry);
+      const to = path.join(copy, entry);
+      if (step === null && MODULE_FILE.test(entry) && fs.statSync(from).isFile()) linkOrCopy(from, to);
+      else fs.symlinkSync(from, to);
+    }
+    if (step === null) break;
+    real = path.join(real, step);
+    copy = path.join(copy, step);
+    fs.mkdirSync(copy);
+  }
+  return { dir: top, plugin: path.join(copy, path.basename(pluginPath)), shared: path.join(copy, path.basename(sharedPath)) };
+}
+
 async function freshInstance() {
-  if (instance === 0) register(INSTANCE_HOOK, import.meta.url);
   resetClock();
   instance += 1;
-  const again = await load(pluginPath, `?instance=${instance}`);
+  const mirror = mirrorPlugin(instance);
+  const again = await load(mirror.plugin);
   if (again.error) throw new Error(again.error);
   pluginModule = again.module;
   hooks = (await pluginModule.default({})) || {};
-  const helper = await load(sharedPath, `?instance=${instance}`);
+  const helper = await load(mirror.shared);
   if (helper.error) throw new Error(helper.error);
   sharedModule = helper.module;
   callCounter = 0;
+  if (previousMirror) fs.rmSync(previousMirror, { recursive: true, force: true });
+  previousMirror = mirror.dir;
   return null;
 }
 
@@ -171,7 +205,7 @@ const OPS = {
     ...identity, module: pluginPath, missing: missing(), pid: process.pid, ops: availableOps(), clock_modes: CLOCK_MODES,
   }),
   set_clock: args => setClock(args),
-  ...(typeof register === 'function' ? { fresh_instance: () => freshInstance() } : {}),
+  fresh_instance: () => freshInstance(),
   write_memory: args => runTool('write_memory', args),
   remove_memory: args => runTool('remove_memory', args),
   pin_memory: args => runTool('pin_memory', args),
