@@ -30,7 +30,7 @@ import { spawn, spawnSync } from 'node:child_process';
 
 // The channel's own fs calls, taken at import: a suite that later replaces fs members to
 // inject faults into the JS process must not break the channel.
-const { readSync, writeSync } = fs;
+const { readSync, writeSync, closeSync } = fs;
 
 const PYTHON = process.env.MEMCONFORM_PYTHON || 'python3';
 const SERVE = ['-m', 'memconform.reference', 'serve'];
@@ -67,13 +67,37 @@ function openChannel() {
   }
 }
 
-const channel = openChannel();
-let nextId = 0;
+// One server per module instance, but not for ever: a caller that re-imports the module for
+// every fresh store (as the pi driver's reset does) would otherwise leave one live server,
+// with its inotify watch, per import. Process-wide, only the newest MAX_LIVE instances keep
+// their server; an older instance used again opens a new one (its in-process state, such as
+// the carry-over flag, starts afresh, as after a restart).
+const MAX_LIVE = 8;
+const LIVE = (globalThis[Symbol.for('memconform.facade.live')] ??= []);
+let channel = null;
 let pending = Buffer.alloc(0);
+function retire() {
+  if (channel === null) return;
+  for (const fd of [channel.toServer, channel.fromServer]) {
+    try { closeSync(fd); } catch { /* already closed */ }
+  }
+  channel = null;
+  pending = Buffer.alloc(0);
+}
+function current() {
+  if (channel === null) {
+    channel = openChannel();
+    LIVE.push(retire);
+    while (LIVE.length > MAX_LIVE) LIVE.shift()();
+  }
+  return channel;
+}
+current();
+let nextId = 0;
 const chunk = Buffer.alloc(1 << 16);
 
 function serverGone() {
-  const why = channel.failure ? `: ${channel.failure.message}` : '';
+  const why = channel && channel.failure ? `: ${channel.failure.message}` : '';
   return new Error(`memconform facade: the reference server (${PYTHON}) exited${why}; ${HINT}`);
 }
 
@@ -85,7 +109,7 @@ function readLine() {
       pending = pending.subarray(nl + 1);
       return line;
     }
-    const n = readSync(channel.fromServer, chunk, 0, chunk.length, null);
+    const n = readSync(current().fromServer, chunk, 0, chunk.length, null);
     if (n === 0) throw serverGone();
     pending = Buffer.concat([pending, chunk.subarray(0, n)]);
   }
@@ -95,7 +119,7 @@ function writeAll(text) {
   const data = Buffer.from(text, 'utf8');
   let off = 0;
   try {
-    while (off < data.length) off += writeSync(channel.toServer, data, off, data.length - off);
+    while (off < data.length) off += writeSync(current().toServer, data, off, data.length - off);
   } catch (e) {
     if (e.code === 'EPIPE') throw serverGone();
     throw e;
