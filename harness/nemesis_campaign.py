@@ -252,7 +252,7 @@ def merge(folders: list[Path], out: Path, regressions: Path | None = None) -> di
 
 def replay_summary(folder: Path, args: argparse.Namespace) -> int:
     """Replay one regression per row of ``folder``'s summary (violations first, each against
-    the first mix that showed it) until ``--replay-until``; rewrite the summary with k of n."""
+    the mix that recorded its file) until ``--replay-until``; rewrite the summary with k of n."""
     data = json.loads((folder / "summary.json").read_text())
     stop = _deadline(args.replay_until or "+10")
     mixes = configs()
@@ -268,16 +268,17 @@ def replay_summary(folder: Path, args: argparse.Namespace) -> int:
                 r["replay"] = "not replayed (time)"
                 bar.advance(note="skipped (time)")
                 continue
-            cfg = r["mixes"][0]
             try:
                 reg = nx.load(Path(r["regressions"][0]))
-                done = nx.replay(reg, [PeerSpec.parse(spec) for spec in mixes[cfg]], runs=args.replay_runs, labels=labels,
+                cfg = str(reg.finding.get("seen", "")).split(",")[0] or r["mixes"][0]
+                specs = mixes.get(cfg, reg.specs)  # the mix that recorded this file
+                done = nx.replay(reg, [PeerSpec.parse(spec) for spec in specs], runs=args.replay_runs, labels=labels,
                                  timeout=args.timeout, check_budget=args.check_budget)
                 r["replay"] = f"{sum(x.reproduced for x in done)} of {len(done)} ({cfg})"
                 seconds[cfg] += sum(x.seconds for x in done)
             except Exception as e:  # reported, not fatal
                 r["replay"] = f"replay failed: {type(e).__name__}: {e}"
-            bar.advance(note=f"{cfg} {r['kind']}: {r['replay']}")
+            bar.advance(note=f"{r['kind']}: {r['replay']}")
     data["replay_minutes"] = {k: round(v / 60, 2) for k, v in seconds.items()}
     (folder / "summary.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     (folder / "summary.md").write_text(render(data))
