@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..commands.common import SetupError, conclude, new_report
+from ..commands.common import SetupError, conclude, export_dir, new_report
 from ..linearize import UNKNOWN
 from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
@@ -69,6 +69,11 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
         print(f"checker {d}: {verdict.summary()}")
     reproduce = reproduce_command(args, peers)
     found = result.findings(labels, reproduce)
+    target = export_dir(args)
+    if target is not None and found:  # each finding replays: its schedule and minimal history
+        from ..nemesis_export import export
+
+        found = [export(f, result, directory=target / "nemesis") for f in found]
     for f in found:
         print(f"  {f.line()}")
     print(f"history saved to {history_path} (schedule in its first line)")
