@@ -223,6 +223,11 @@ class Planted:
     ino: int
     is_dir: bool = False
     content: bytes | None = None  # a regular file's bytes (inode numbers are reused at once)
+    # file type and change time as planted: tmpfs hands a freed inode number to the next file
+    # at once, so a writer that reclaimed the plant and created its own lock (empty for a
+    # moment) can look like the plant by inode and content; its type or ctime differs
+    fmt: int = 0
+    ctime_ns: int = 0
 
 
 def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int = 0,
@@ -244,15 +249,15 @@ def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int 
         try:
             if kind == "directory":
                 os.mkdir(path)
-                return Planted(path, kind, os.lstat(path).st_ino, is_dir=True)
+                return _planted(path, kind, os.lstat(path), is_dir=True)
             if kind == "symlink":
                 target = directory.parent / "foreign-owner.lock"
                 target.write_text(f"{_other_uid_pid()}\t{now_ms}\tforeign")
                 os.symlink(target, path)
-                return Planted(path, kind, os.lstat(path).st_ino)
+                return _planted(path, kind, os.lstat(path))
             if kind == "fifo":
                 os.mkfifo(path, 0o600)
-                return Planted(path, kind, os.lstat(path).st_ino)
+                return _planted(path, kind, os.lstat(path))
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             time.sleep(0.005)
@@ -260,23 +265,33 @@ def plant_lock(directory: Path, kind: str, *, age_s: float = 0.0, dead_pid: int 
         data = content[kind].encode("utf-8", "surrogateescape")
         try:
             os.write(fd, data)
-            ino = os.fstat(fd).st_ino
+            if age_s:
+                then = time.time() - age_s
+                os.utime(fd, (then, then))
+            st = os.fstat(fd)  # through the descriptor: the very file planted, even if reclaimed since
         finally:
             os.close(fd)
-        if age_s:
-            then = time.time() - age_s
-            os.utime(path, (then, then))
-        return Planted(path, kind, ino, content=data)
+        return _planted(path, kind, st, content=data)
     return None
 
 
+def _planted(path: Path, kind: str, st: os.stat_result, *, is_dir: bool = False,
+             content: bytes | None = None) -> Planted:
+    return Planted(path, kind, st.st_ino, is_dir=is_dir, content=content,
+                   fmt=stat.S_IFMT(st.st_mode), ctime_ns=st.st_ctime_ns)
+
+
+def _same_file(p: Planted, st: os.stat_result) -> bool:
+    return (st.st_ino, stat.S_IFMT(st.st_mode), st.st_ctime_ns) == (p.ino, p.fmt, p.ctime_ns)
+
+
 def still_planted(p: Planted) -> bool:
-    """Whether ``D/.lock`` is still the planted inode with the planted content."""
+    """Whether ``D/.lock`` is still the planted file (inode, type, ctime) with the planted content."""
     try:
         st = os.lstat(p.path)
     except OSError:
         return False
-    return st.st_ino == p.ino and (p.content is None or _content(p.path) == p.content)
+    return _same_file(p, st) and (p.content is None or _content(p.path) == p.content)
 
 
 def remove_planted(p: Planted) -> str:
@@ -287,7 +302,7 @@ def remove_planted(p: Planted) -> str:
         st = os.lstat(p.path)
     except FileNotFoundError:
         return "gone"
-    if st.st_ino != p.ino or (p.content is not None and _content(p.path) != p.content):
+    if not _same_file(p, st) or (p.content is not None and _content(p.path) != p.content):
         return "replaced"
     try:
         if p.is_dir:

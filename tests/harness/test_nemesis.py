@@ -63,6 +63,33 @@ def test_a_planted_lock_replaced_meanwhile_is_left_alone(tmp_path: Path) -> None
     assert (tmp_path / ".lock").read_text() == "456\t1\tnew holder"
 
 
+@pytest.mark.parametrize("kind", ["empty", "symlink", "fifo"])
+def test_a_writers_lock_on_the_plants_reused_inode_is_left_alone(kind: str) -> None:
+    """tmpfs gives a freed inode number to the next file at once: after a writer reclaimed the
+    plant, its own lock (empty for a moment after its exclusive create) has the plant's inode,
+    and for an empty or non-regular plant the same content.  Removing "the plant" then would
+    delete a live lock and make two holders; the type and change time tell them apart."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm (tmpfs) here")
+    base = Path(os.path.realpath(shm)) / f"memconform-plant-{os.getpid()}-{kind}"
+    base.mkdir()
+    try:
+        planted = nm.plant_lock(base, kind)
+        assert planted is not None
+        lock = base / ".lock"
+        lock.unlink()  # a writer's reclaim
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the writer's create, token not yet written
+        os.close(fd)
+        assert nm.remove_planted(planted) == "replaced" and lock.exists()
+        assert not nm.still_planted(planted)
+    finally:
+        for child in base.iterdir():
+            child.unlink()
+        base.rmdir()
+        (base.parent / "foreign-owner.lock").unlink(missing_ok=True)
+
+
 NO_STRACE = strace_unavailable()
 
 
