@@ -29,16 +29,13 @@ a peer's own lock is still empty for a moment after its create.
 
 from __future__ import annotations
 
-import errno
-import math
 import os
 import stat
 
 from .clock import Clock
 from .errors import NodeError
 from .fs import CREATE_EXCLUSIVE, Fs, read_lock_content
-from .lock import HARD_STALE_MS, HARDENED_ENV, STALE_MS, make_token, mtime_ms
-from .text import parse_int, trim
+from .lock import HARDENED_ENV, STALE_MS, content_owner_alive, make_token, mtime_ms
 
 ENV = HARDENED_ENV
 GUARD_SUFFIX = ".reclaim"
@@ -79,20 +76,6 @@ def _same(st: os.stat_result, first: os.stat_result) -> bool:
     return st.st_ino == first.st_ino and st.st_mtime_ns == first.st_mtime_ns
 
 
-def _alive(fs: Fs, content: str | None, age_ms: float) -> bool:
-    """S-LOCK-3 on content already read (the same rules as ``lock.owner_alive``)."""
-    pid = math.nan if content is None else parse_int(trim(content).split("\t")[0])
-    if math.isnan(pid) or math.isinf(pid) or pid <= 0 or pid != int(pid):
-        return age_ms <= HARD_STALE_MS
-    try:
-        fs.kill(int(pid), 0)
-    except NodeError as e:
-        return e.errno != errno.ESRCH
-    except (OverflowError, ValueError):
-        return True
-    return True
-
-
 def _stale(fs: Fs, clock: Clock, path: str) -> tuple[os.stat_result, str | None] | None:
     """``path`` as first seen and its content, when it is a regular file older than 10 s whose
     owner is dead (S-LOCK-3); the liveness read must see that same file (one released
@@ -104,7 +87,7 @@ def _stale(fs: Fs, clock: Clock, path: str) -> tuple[os.stat_result, str | None]
     if age <= STALE_MS:
         return None
     content = read_lock_content(fs, path)
-    if not _same(fs.lstat(path), first) or _alive(fs, content, age):
+    if not _same(fs.lstat(path), first) or content_owner_alive(fs, content, age):
         return None
     return first, content
 

@@ -92,7 +92,11 @@ def mtime_ms(st: object) -> float:
 
 def owner_alive(fs: Fs, path: str, age_ms: float) -> bool:
     """S-LOCK-3: pid probe with signal 0; unreadable owners live for 60 s."""
-    content = read_lock_content(fs, path)
+    return content_owner_alive(fs, read_lock_content(fs, path), age_ms)
+
+
+def content_owner_alive(fs: Fs, content: str | None, age_ms: float) -> bool:
+    """S-LOCK-3 on lock content already read (``None``: unreadable)."""
     pid = math.nan if content is None else parse_int(trim(content).split("\t")[0])
     if math.isnan(pid) or math.isinf(pid) or pid <= 0 or pid != int(pid):
         return age_ms <= HARD_STALE_MS
