@@ -287,3 +287,17 @@ def config_values(text: str) -> object:
         return json.loads(stripped, parse_constant=_no_constant, parse_int=float)
     except RecursionError:
         return _deep_json(stripped)
+
+
+def frontmatter_name(raw: str) -> str:
+    """S-WRITE-7: a frontmatter ``name:`` value as written: JSON when quoted (kept raw when it
+    does not decode to a string), else one leading and one trailing single quote dropped."""
+    value = trim(raw)
+    if value.startswith('"'):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, str) else value
+    value = value[1:] if value.startswith("'") else value
+    return value[:-1] if value.endswith("'") else value

@@ -25,7 +25,6 @@ such fault it is a violation of S-INV-3 (no mutation without the lock).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,7 +35,7 @@ from memconform.reference.text import js_lower, trim
 
 from . import kind_model
 from .findings import HAZARD, VIOLATION, WEAKNESS, Finding
-from .grammar import parse, to_slug
+from .grammar import frontmatter_name, parse, to_slug
 
 LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow", "kill"})
 """Faults under which SPEC accepts two lock holders (S-INV-9 a, c): a kill leaves a dead
@@ -223,16 +222,7 @@ def _frontmatter_name(body: str) -> str | None:
     m = re.search(r"^name:[ \t]*(.+)$", head, re.M)
     if m is None:
         return None
-    value = trim(m.group(1))
-    if value.startswith('"'):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, str) else value
-    # S-WRITE-7: one leading and one trailing single quote are dropped
-    value = value[1:] if value.startswith("'") else value
-    return value[:-1] if value.endswith("'") else value
+    return frontmatter_name(m.group(1))
 
 
 def split_topics(view: StoreView, *, path: str = "", reproduce: str = "") -> list[Finding]:

@@ -32,7 +32,16 @@ from memconform.reference.text import (
     utf16_slice,
 )
 
-from .grammar import DAY_MS, Line, date_ms, first_date, parse, safe_filename, to_slug
+from .grammar import (
+    DAY_MS,
+    Line,
+    date_ms,
+    first_date,
+    frontmatter_name,
+    parse,
+    safe_filename,
+    to_slug,
+)
 from .spec import INITIAL_INDEX as INITIAL
 
 LIMIT = 51200
@@ -100,15 +109,7 @@ class Topic:
         found = _NAME.search(m.group(1))
         if found is None:
             return None
-        value = trim(found.group(1))
-        if value.startswith('"'):
-            try:
-                decoded = json.loads(value)
-            except ValueError:
-                return value
-            return decoded if isinstance(decoded, str) else value
-        value = value[1:] if value.startswith("'") else value
-        return value[:-1] if value.endswith("'") else value
+        return frontmatter_name(found.group(1))
 
 
 def set_field(fm: list[str], key: str, value: str) -> None:
