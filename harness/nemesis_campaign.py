@@ -30,7 +30,7 @@ from typing import Any
 from . import nemesis_export as nx
 from .oracles.findings import Finding
 from .peers import ENV_OPENCODE, ENV_PI, PeerSpec, preflight
-from .progress import progress
+from .reports.progress import progress
 
 REF_ALONE = "reference alone"
 REPLAY_SECONDS: dict[str, float] = {}

@@ -43,7 +43,7 @@ from .procs import blocked_in
 from .validation import first_error
 
 if TYPE_CHECKING:
-    from .envelope import ImplInfo
+    from .reports.envelope import ImplInfo
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
@@ -394,7 +394,7 @@ def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) ->
     at ``hello``.  Nothing else escapes for a peer problem.  Returns each implementation as
     it named itself (``unknown`` where it did not say).
     """
-    from .envelope import ImplInfo
+    from .reports.envelope import ImplInfo
     from .sandbox import Sandbox
 
     found: list[ImplInfo] = []

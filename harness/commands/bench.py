@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench import ROUNDS, WORKLOADS, run_workload
-from ..progress import progress
+from ..reports.progress import progress
 from .common import add_quiet_argument
 
 DEFAULT_OUT = Path("reports/bench.md")

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import envelope
-from ..envelope import ImplInfo, RunReport
 from ..oracles.findings import EXIT_USAGE, Finding, exit_code, verdict
 from ..peers import DEFAULT_TIMEOUT, PeerSpec, start_driver
 from ..regressions import DEFAULT_DIR
+from ..reports import envelope
+from ..reports.envelope import ImplInfo, RunReport
 
 
 class SetupError(Exception):
@@ -50,7 +50,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress line") -> None:
-    """``--quiet``: the long commands' progress (``harness.progress``) and chatter off."""
+    """``--quiet``: the long commands' progress (``harness.reports.progress``) and chatter off."""
     p.add_argument("--quiet", action="store_true", help=what)
 
 
@@ -66,7 +66,8 @@ def wrote(args: argparse.Namespace, what: str, path: Path | str) -> None:
 def publish(args: argparse.Namespace, report: RunReport, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The finished report to ``--json`` and ``--html``, and as Markdown to
     ``$GITHUB_STEP_SUMMARY`` when set; each file written is named on stdout."""
-    from .. import html_report, markdown_report
+    from ..reports import html as html_report
+    from ..reports import markdown as markdown_report
 
     data = report.to_json() | (extra or {})
     if getattr(args, "json", None):

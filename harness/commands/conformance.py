@@ -14,13 +14,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import deviations, profiles, report, selection
+from .. import deviations, profiles, selection
 from ..differential import run_differential
-from ..envelope import ImplInfo
 from ..oracles.expect import Failure
 from ..oracles.findings import VIOLATION, Finding
 from ..peers import PeerSpec, preflight
-from ..progress import progress
+from ..reports import scenarios as report
+from ..reports.envelope import ImplInfo
+from ..reports.progress import progress
 from ..runner import Outcome, run_all
 from ..scenarios import PROFILES, Scenario
 from .common import (
@@ -99,7 +100,7 @@ def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> 
 
 def run(args: argparse.Namespace) -> int:
     if args.with_impl:
-        from ..cross_cli import run_with
+        from .cross_run import run_with
 
         return run_with(args)
     spec = PeerSpec.parse(args.impl)

@@ -20,13 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import envelope
 from ..faults import ERRNOS, MODELS
 from ..faults.cases import CASES, OpCase
 from ..oracles.crash_judge import CrashFinding, Intent
 from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_line, verdict
 from ..peers import PeerSpec, preflight
 from ..regressions import export
+from ..reports import envelope
 from ..scenarios import ScenarioError, content_bytes, load_file
 from .common import (
     add_impl_arguments,

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .. import envelope
 from ..machines import MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
@@ -39,7 +38,8 @@ from ..oracles.findings import (
     verdict,
 )
 from ..peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
-from ..progress import progress
+from ..reports import envelope
+from ..reports.progress import progress
 from ..sandbox import Sandbox
 from .common import (
     add_impl_arguments,

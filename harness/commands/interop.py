@@ -14,7 +14,7 @@ from pathlib import Path
 from ..linearize import UNKNOWN
 from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
-from ..progress import Progress, progress
+from ..reports.progress import Progress, progress
 from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, findings, fresh_history_path, interop
 from .common import (
     add_impl_arguments,
@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 class _WriterProgress:
-    """The writers' polled counts into the one progress reporter (``harness.progress``), so
+    """The writers' polled counts into the one progress reporter (``harness.reports.progress``), so
     a CI log gets plain lines, not a 200-column line rewritten with ``\\r``."""
 
     def __init__(self, bar: Progress) -> None:

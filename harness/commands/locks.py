@@ -12,7 +12,6 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import envelope
 from ..availability import hazard_for
 from ..locks import (
     MODES,
@@ -34,8 +33,9 @@ from ..oracles.findings import (
     verdict,
 )
 from ..peers import PeerSpec, preflight
-from ..progress import progress
 from ..regressions import export
+from ..reports import envelope
+from ..reports.progress import progress
 from .common import (
     add_impl_arguments,
     add_quiet_argument,

@@ -15,8 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import report
 from ..peers import PeerSpec, preflight
+from ..reports import scenarios as report
 from ..runner import run_all
 from ..scenarios import Scenario, load_file
 from .common import (

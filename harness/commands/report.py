@@ -13,9 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import html_report, markdown_report, merge, shards
-from ..envelope import SCHEMA_PATH
+from .. import shards
 from ..oracles.findings import exit_code
+from ..reports import html as html_report
+from ..reports import markdown as markdown_report
+from ..reports import merge
+from ..reports.envelope import SCHEMA_PATH
 from ..validation import first_error
 from .common import SetupError, wrote
 

@@ -18,8 +18,8 @@ from typing import Any
 from ..oracles.crash_judge import CrashFinding
 from ..oracles.findings import Finding
 from ..peers import PeerSpec
-from ..progress import progress
 from ..regressions import export
+from ..reports.progress import progress
 from .cases import OpCase
 from .outcomes import CLOCK, given_of
 from .recovery import Recovered, recover_all, recovery_ops

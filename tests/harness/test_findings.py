@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from memconform.harness import envelope
 from memconform.harness.oracles import findings as F
 from memconform.harness.oracles.findings import Finding
+from memconform.harness.reports import envelope
 
 SCHEMA = json.loads(envelope.SCHEMA_PATH.read_text(encoding="utf-8"))
 

@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from memconform.harness import cli
-from memconform.harness.envelope import SCHEMA_PATH
 from memconform.harness.machines import MACHINES
+from memconform.harness.reports.envelope import SCHEMA_PATH
 
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
 PI_CORE = os.environ.get("MEMCONFORM_PI_CORE", "")

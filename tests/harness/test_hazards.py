@@ -13,12 +13,12 @@ import pytest
 
 from memconform.harness.availability import LockState, hazard_for
 from memconform.harness.cli import main
-from memconform.harness.envelope import SCHEMA_PATH
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.locks import Cell, lock_state, run_cell, scenario_for
 from memconform.harness.oracles.findings import HAZARD, Finding
 from memconform.harness.peers import PeerSpec, configured_peers
 from memconform.harness.regressions import export
+from memconform.harness.reports.envelope import SCHEMA_PATH
 
 PYTHON = PeerSpec("python")
 needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=str(strace_unavailable()))

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from memconform.harness import progress as progress_module
-from memconform.harness.progress import progress
+from memconform.harness.reports import progress as progress_module
+from memconform.harness.reports.progress import progress
 
 
 class Tty(io.StringIO):

@@ -16,14 +16,15 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from memconform.harness import cli, report
+from memconform.harness import cli
 from memconform.harness.commands import check_history, common, conformance
 from memconform.harness.deviations import Deviation
-from memconform.harness.envelope import SCHEMA_PATH, RunReport
 from memconform.harness.history import History
 from memconform.harness.linearize import NOT_LINEARIZABLE, UNKNOWN, LinearizabilityVerdict
 from memconform.harness.oracles.findings import HAZARD, Finding
 from memconform.harness.oracles.invariants import Violation
+from memconform.harness.reports import scenarios as report
+from memconform.harness.reports.envelope import SCHEMA_PATH, RunReport
 from memconform.harness.runner import Outcome
 from memconform.harness.scenarios import Scenario
 from memconform.harness.writers import InteropResult, WriterStats, findings, fresh_history_path

@@ -12,8 +12,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from memconform.harness import cli, merge, shards
-from memconform.harness.envelope import SCHEMA_PATH
+from memconform.harness import cli, shards
+from memconform.harness.reports import merge
+from memconform.harness.reports.envelope import SCHEMA_PATH
 from memconform.harness.selection import BUILTIN
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))

@@ -31,8 +31,11 @@ TIMINGS: dict[str, float] = {}
 
 
 def _copy_source(target: Path) -> None:
-    def ignore(_dir: str, names: list[str]) -> set[str]:
-        return {n for n in names if n in SKIP_COPY or n.endswith(".egg-info")}
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        # the output folders are skipped at the top only: harness/reports/ is source
+        top = Path(folder) == ROOT
+        return {n for n in names if (top and n in SKIP_COPY) or n.endswith(".egg-info")
+                or n in {"__pycache__", ".pytest_cache", ".mypy_cache"}}
 
     shutil.copytree(ROOT, target, symlinks=True, ignore=ignore)
 

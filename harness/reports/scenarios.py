@@ -1,6 +1,6 @@
 """Reports of a conformance run: one line per scenario, a summary, a per-clause table,
 failure details, the run's findings, and the same as JSON (the common top of
-``harness.envelope`` plus a ``scenarios`` section) and JUnit XML (findings as failures)."""
+``harness.reports.envelope`` plus a ``scenarios`` section) and JUnit XML (findings as failures)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from .oracles.findings import DEVIATION, HAZARD, VIOLATION, Finding, summary_line
-from .runner import Outcome
+from ..oracles.findings import DEVIATION, HAZARD, VIOLATION, Finding, summary_line
+from ..runner import Outcome
 
 LABEL = {
     "pass": "PASS ", "fail": "FAIL ", "error": "ERROR", "xfail": "XFAIL", "xpass": "XPASS",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .html_report import COLUMNS, by_area, counts_row, failing, headline, row_verdict
+from .html import COLUMNS, by_area, counts_row, failing, headline, row_verdict
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_FAILURES = 20

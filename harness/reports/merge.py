@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .oracles.findings import HAZARD, VIOLATION, Finding, summary, verdict
+from ..oracles.findings import HAZARD, VIOLATION, Finding, summary, verdict
 
 STAT_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfail", "xpass": "xpass", "error": "errors",
                   "skip": "skipped"}

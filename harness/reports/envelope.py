@@ -18,7 +18,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from .oracles.findings import Finding, summary
+from ..oracles.findings import Finding, summary
 
 # package data of the one namespace, found from any working directory (as the corpus is)
 SCHEMA_PATH = Path(str(resources.files("memconform") / "harness" / "schemas" / "report.schema.json"))

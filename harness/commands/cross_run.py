@@ -13,14 +13,15 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
-from . import deviations, report
-from .commands.common import SetupError, conclude, new_report
-from .cross import Pair, discover_cross, run_pair
-from .envelope import ImplInfo
-from .oracles.findings import Finding
-from .peers import PeerSpec, preflight
-from .progress import progress
-from .runner import Outcome
+from .. import deviations
+from ..cross import Pair, discover_cross, run_pair
+from ..oracles.findings import Finding
+from ..peers import PeerSpec, preflight
+from ..reports import scenarios as report
+from ..reports.envelope import ImplInfo
+from ..reports.progress import progress
+from ..runner import Outcome
+from .common import SetupError, conclude, new_report
 
 
 def pair_label(a: ImplInfo, b: ImplInfo) -> tuple[str, str]:
