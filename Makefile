@@ -49,7 +49,7 @@ peer-suites: install
 # come from MEMCONFORM_PI_CORE / MEMCONFORM_OPENCODE_PLUGIN (without them: the reference alone).
 .PHONY: nemesis-campaign
 nemesis-campaign: install
-	nice -n 10 $(PY) -m memconform.harness.nemesis_campaign --until +$(or $(MINUTES),30) $(if $(OUT),--out $(OUT))
+	nice -n 10 $(PY) -m memconform.harness.interleave.campaign --until +$(or $(MINUTES),30) $(if $(OUT),--out $(OUT))
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -185,7 +185,7 @@ def _render(name: str, data: Any) -> list[str]:
 
         return markdown(data)
     if name == "w3_nemesis":
-        from ..nemesis_bench import render as nemesis_rows
+        from ..interleave.bench import render as nemesis_rows
 
         return nemesis_rows(data)
     if name == "w3":

@@ -85,7 +85,7 @@ def _reproduce(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
 def run(args: argparse.Namespace) -> int:
     peers = list(dict.fromkeys(PeerSpec.parse(i) for i in (args.impl or ["python"])))
     if args.nemesis is not None:
-        from ..faults.nemesis_cli import run_with_nemesis
+        from ..interleave.cli import run_with_nemesis
 
         return run_with_nemesis(args, peers)
     impls = preflight(peers, timeout=args.timeout)

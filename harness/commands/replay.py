@@ -4,7 +4,7 @@ The files are checked before any peer starts (a missing file, a directory or bad
 line, exit 2); the peer is asked ``hello`` up front; the verdict and ``--json`` are those of
 every command (a failing scenario a ``deviation`` violation, a hazard shown and counted).
 
-A nemesis regression (``*.nemesis.jsonl``, ``harness.nemesis_export``) re-runs its recorded
+A nemesis regression (``*.nemesis.jsonl``, ``harness.interleave.export``) re-runs its recorded
 schedule ``--runs`` times against the recorded implementations (or ``--nemesis-impl``) and
 says "reproduced k of n runs"; the finding stands when k > 0.
 """
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if nemesis:
         if len(nemesis) < len(args.files):
             raise SetupError("give scenario files or nemesis regressions (*.nemesis.jsonl), not both at once")
-        from .replay_nemesis import run_nemesis_replay
+        from ..interleave.replay import run_nemesis_replay
 
         return run_nemesis_replay(args, nemesis)
     spec = PeerSpec.parse(args.impl)

@@ -33,6 +33,9 @@ HEAVY = (
     "memconform.harness.faults.strace", "memconform.harness.faults.explorer", "memconform.harness.faults.memfs",
     "memconform.harness.faults.campaigns", "memconform.harness.faults.crash", "memconform.harness.faults.inject",
 )
+# The fault-ish wings: they attack, so they may reach the reference through its seams only,
+# and a plain conformance run loads none of them.
+FAULT_WINGS = ("memconform.harness.faults", "memconform.harness.interleave")
 
 
 @cache
@@ -105,13 +108,55 @@ def test_oracles_take_only_string_semantics_from_the_reference() -> None:
     assert {m: i for m, i in bad.items() if i} == {}
 
 
-def test_faults_reach_the_reference_only_through_its_seams() -> None:
+@pytest.mark.parametrize("wing", FAULT_WINGS)
+def test_faults_reach_the_reference_only_through_its_seams(wing: str) -> None:
     """DESIGN §5: faults use the Fs seam, Store and serve; no other reference internals."""
+    assert _of(wing), f"{wing} has no modules: the rule would pass on nothing"
     bad = {
         m: sorted(i for i in imports(m) if _within(i, "memconform.reference") and i not in FAULTS_MAY_IMPORT)
-        for m in _of("memconform.harness.faults")
+        for m in _of(wing)
     }
     assert {m: i for m, i in bad.items() if i} == {}
+
+
+def _graph(package: str) -> dict[str, list[str]]:
+    """``package``'s modules and which of them each imports (``TYPE_CHECKING`` imports count:
+    a cycle hidden from the interpreter is still two modules that cannot be read apart)."""
+    mods = _of(package)
+    return {m: sorted(i for i in imports(m) if i in mods and i not in (m, package)) for m in mods}
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``, each as the path that closes it."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in graph.get(m, []):
+            if state.get(n) == 1:
+                found.append([*path[path.index(n):], n])
+            elif n not in state:
+                visit(n, [*path, n])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+    return found
+
+
+def test_the_interleave_package_has_no_import_cycle() -> None:
+    """Issue 24: the nemesis engine and its settle step once imported each other."""
+    graph = _graph("memconform.harness.interleave")
+    assert len(graph) > 3 and any(graph.values())
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    """Guard: the cycle rule would pass on a finder that finds nothing."""
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": ["b"], "b": []}) == []
 
 
 def test_no_module_over_the_line_limit() -> None:
@@ -129,7 +174,8 @@ def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
     """The runner reaches for ``harness.faults.strace`` only when a scenario carries a fault."""
     code = (
         "import memconform.harness.cli, memconform.harness.runner, memconform.harness.commands.conformance, sys; "
-        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('memconform.harness.faults'))))"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith(('memconform.harness.faults', "
+        "'memconform.harness.interleave')))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
@@ -137,6 +183,7 @@ def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
     assert sorted(loaded & set(HEAVY)) == []
+    assert sorted(m for m in loaded if m.startswith("memconform.harness.interleave")) == []
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.faults import nemesis as nm
-from memconform.harness.faults.nemesis_run import run_nemesis
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.history import History
+from memconform.harness.interleave import nemesis as nm
+from memconform.harness.interleave.run import run_nemesis
 from memconform.harness.peers import PeerSpec
 
 ROOT = Path(__file__).resolve().parents[2]

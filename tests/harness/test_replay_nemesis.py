@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memconform.harness import nemesis_export as nx
 from memconform.harness.cli import main
 from memconform.harness.history import History
+from memconform.harness.interleave import export as nx
 from memconform.harness.linearize import LinearizabilityVerdict
 from memconform.harness.oracles.findings import HAZARD, VIOLATION, Finding
 from memconform.harness.regressions import file_stem
@@ -106,7 +106,7 @@ def test_replay_reports_k_of_n_and_the_finding_stands_when_reproduced(
         seen_schedules.append((schedule, [p.name for p in peers], kw.get("topics")))
         return _run()
 
-    import memconform.harness.faults.nemesis_run as engine
+    import memconform.harness.interleave.run as engine
 
     monkeypatch.setattr(engine, "run_nemesis", fake_run_nemesis)
     FINDINGS[:] = [[LOST], [], [LOST]]
@@ -137,7 +137,7 @@ def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_campaign_summary_lists_each_finding_with_families_rate_and_replay() -> None:
-    from memconform.harness import nemesis_campaign as camp
+    from memconform.harness.interleave import campaign as camp
 
     dh = Finding("double-holder", "weakness", clause="S-INV-9", impl=REF, evidence="w4 held .lock …",
                  regression="r/double-holder.nemesis.jsonl")
@@ -155,7 +155,7 @@ def test_campaign_summary_lists_each_finding_with_families_rate_and_replay() -> 
 
 
 def test_bench_rows_put_the_mixes_side_by_side() -> None:
-    from memconform.harness.nemesis_bench import render
+    from memconform.harness.interleave.bench import render
 
     rows = [{"mix": m, "family": "all", "ops_per_s": 50.0, "faults_per_min": 41.5, "findings": {"weakness": 2},
              "kinds": ["double-holder"], "checker": ["linearizable"], "check_s": 0.2}
@@ -166,7 +166,7 @@ def test_bench_rows_put_the_mixes_side_by_side() -> None:
 
 
 def test_older_summary_rows_merge_per_implementation_set_and_replay_matches_any_order() -> None:
-    from memconform.harness import nemesis_campaign as camp
+    from memconform.harness.interleave import campaign as camp
 
     row = {"kind": "double-holder", "severity": "violation", "count": 1, "per_minute": 0.5,
            "families": ["stale-lock"], "mixes": ["all three"], "regression": "a", "example": "", "replay": ""}
@@ -178,7 +178,7 @@ def test_older_summary_rows_merge_per_implementation_set_and_replay_matches_any_
 
 
 def test_campaign_folders_merge_minutes_and_rates(tmp_path: Path) -> None:
-    from memconform.harness import nemesis_campaign as camp
+    from memconform.harness.interleave import campaign as camp
 
     dh = Finding("double-holder", "weakness", impl=REF, evidence="…", regression="x/dh.nemesis.jsonl")
     for name, seconds in (("a", 60.0), ("b", 180.0)):

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .history import Event, History, Op
-from .linearize import LinearizabilityVerdict
-from .oracles.findings import Finding
-from .regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
-from .regressions import file_stem
+from ..history import Event, History, Op
+from ..linearize import LinearizabilityVerdict
+from ..oracles.findings import Finding
+from ..regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
+from ..regressions import file_stem
 
 if TYPE_CHECKING:  # the fault machinery loads only when a nemesis run is replayed
-    from .peers import PeerSpec
+    from ..peers import PeerSpec
 
 SUFFIX = ".nemesis.jsonl"
 DEFAULT_DIR = SCENARIO_REGRESSIONS / "nemesis"
@@ -239,8 +239,8 @@ def replay(
     whether the recorded one is among them."""
     import time
 
-    from .faults.nemesis import Schedule
-    from .faults.nemesis_run import run_nemesis
+    from .nemesis import Schedule
+    from .run import run_nemesis
 
     schedule = Schedule.from_json(reg.schedule)
     topics = tuple(reg.topics) if reg.topics else None

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .strace import STRACE, strace_unavailable
+from ..faults.strace import STRACE, strace_unavailable
 
 FAMILIES = ("kill", "pause", "stale-lock", "foreign-lock", "slow", "errno", "clock")
 STRACE_FAMILIES = frozenset({"slow", "errno"})

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from .peers import PeerSpec, configured_peers, preflight
+from ..peers import PeerSpec, configured_peers, preflight
 
 
 def mixes() -> list[tuple[str, list[PeerSpec]]]:
@@ -27,8 +27,8 @@ def mixes() -> list[tuple[str, list[PeerSpec]]]:
 
 
 def w3_nemesis(seconds: float | None = None, writers: int = 6, seed: int = 7) -> list[dict[str, Any]]:
-    from .faults.nemesis import FAMILIES, make_schedule
-    from .faults.nemesis_run import run_nemesis
+    from .nemesis import FAMILIES, make_schedule
+    from .run import run_nemesis
 
     total = seconds if seconds is not None else float(os.environ.get("MEMCONFORM_BENCH_NEMESIS_S", "30"))
     plan = [("all", total), *((f, max(3.0, total / 3)) for f in FAMILIES)]

@@ -15,7 +15,7 @@ from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
 from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
 from .nemesis import ScheduleError, make_schedule
-from .nemesis_run import NemesisUnavailable, run_nemesis
+from .run import NemesisUnavailable, run_nemesis
 
 
 def _progress(stats: list[WriterStats]) -> None:
@@ -71,7 +71,7 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
     found = result.findings(labels, reproduce)
     target = export_dir(args)
     if target is not None and found:  # each finding replays: its schedule and minimal history
-        from ..nemesis_export import export
+        from .export import export
 
         found = [export(f, result, directory=target / "nemesis") for f in found]
     for f in found:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import nemesis_export as nx
+from ..commands.common import SetupError, conclude, new_report
 from ..oracles.findings import Finding
 from ..peers import PeerSpec, preflight
-from .common import SetupError, conclude, new_report
+from . import export as nx
 
 
 def _spec(name: str) -> PeerSpec:

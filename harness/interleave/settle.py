@@ -1,5 +1,5 @@
 """The settled store, judged: the lock timeline, the lock left behind, the invariants a
-nemesis run may still demand (issue 13).  Split from ``nemesis_run`` (the engine)."""
+nemesis run may still demand (issue 13).  Split from ``run`` (the engine)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,25 @@ import stat
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..oracles import interop_checks as checks
 from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from ..oracles.spec import TEMP_NAME
 from . import nemesis as nm
-
-if TYPE_CHECKING:
-    from .nemesis_run import Slot, _Engine
+from .slot import Slot
 
 
-def lock_spans(eng: _Engine, ops: list[Any], wall_minus_mono: int) -> list[checks.LockSpan]:
+def lock_spans(slots: list[Slot], traces: list[Path], ops: list[Any], wall_minus_mono: int) -> list[checks.LockSpan]:
     """Each acknowledged op's hold of its lock, from the writers' lock traces: from its
     create (or link) to its own next unlink, cut at the op's answer (a holder whose lock was
     replaced under it does not unlink, yet has left the critical section when it answers)."""
-    by_pid = {pid: s for s in eng.slots for pid in s.pids}
+    by_pid = {pid: s for s in slots for pid in s.pids}
     by_writer: dict[str, list[Any]] = defaultdict(list)
     for o in ops:
         by_writer[o.process].append(o)
     spans: list[checks.LockSpan] = []
-    for log in eng.traces:
+    for log in traces:
         try:
             events = nm.lock_events(log.read_text("utf-8", "replace"))
         except OSError:

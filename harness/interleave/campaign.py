@@ -27,10 +27,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import nemesis_export as nx
-from .oracles.findings import Finding
-from .peers import ENV_OPENCODE, ENV_PI, PeerSpec, preflight
-from .reports.progress import progress
+from ..oracles.findings import Finding
+from ..peers import ENV_OPENCODE, ENV_PI, PeerSpec, preflight
+from ..reports.progress import progress
+from . import export as nx
 
 REF_ALONE = "reference alone"
 REPLAY_SECONDS: dict[str, float] = {}
@@ -80,8 +80,8 @@ def one_run(
     cfg: str, specs: list[str], family: str, seed: int, args: argparse.Namespace, out: Path,
     labels: dict[str, str],
 ) -> Run:
-    from .faults.nemesis import make_schedule
-    from .faults.nemesis_run import run_nemesis
+    from .nemesis import make_schedule
+    from .run import run_nemesis
 
     run = Run(cfg, family, seed)
     peers = [PeerSpec.parse(s) for s in specs]
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.replay_only is not None:
         return replay_summary(args.replay_only, args)
-    from .faults.nemesis import FAMILIES
+    from .nemesis import FAMILIES
 
     families = [f for f in args.families.split(",") if f] or [*FAMILIES, "all"]
     stop = _deadline(args.until)

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..faults.strace import strace_unavailable
 from ..history import History
 from ..linearize import LinearizabilityVerdict
 from ..oracles import interop_checks as checks
@@ -37,8 +38,8 @@ from ..sandbox import Sandbox
 from ..store_checker import check
 from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
 from . import nemesis as nm
-from .nemesis_settle import describe_lock, lock_spans, settled_violations
-from .strace import strace_unavailable
+from .settle import describe_lock, lock_spans, settled_violations
+from .slot import Slot, store_dir
 
 HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"
 ENV_EXEC = shutil.which("env") or "/usr/bin/env"
@@ -47,37 +48,6 @@ PROBE_TOPIC = "Nemesis Probe"
 
 class NemesisUnavailable(Exception):
     """The schedule needs something this machine lacks (strace for slow/errno)."""
-
-
-def store_dir(spec: PeerSpec, sandbox: Sandbox, shared: bool) -> Path:
-    """The directory a writer of ``spec`` writes (PEER-1: OpenCode's local store is its own)."""
-    if shared:
-        return sandbox.shared_dir
-    if spec.kind == "opencode":
-        return sandbox.home / ".config" / "opencode" / "memory"
-    return sandbox.local_dir
-
-
-@dataclass
-class Slot:
-    index: int
-    spec: PeerSpec
-    directory: Path
-    stats: WriterStats
-    driver: Driver | None = None
-    killed_by: int | None = None
-    fault: int | None = None  # the fault that holds this slot now
-    clock_ms: int | None = None  # a clock skew waiting to be applied between ops
-    pids: list[int] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def name(self) -> str:
-        return self.stats.name
-
-    @property
-    def pid(self) -> int:
-        return self.driver.pid if self.driver is not None else 0
 
 
 @dataclass
@@ -513,7 +483,7 @@ def run_nemesis(
         for d in directories:
             writers_here = {p for p, s in impl_of.items() if d in spec_dirs[s]}
             verdicts[d] = check([o for o in ops if o.process in writers_here], budget_s=check_budget)
-        spans = lock_spans(eng, ops, wall_minus_mono)
+        spans = lock_spans(eng.slots, eng.traces, ops, wall_minus_mono)
         result = NemesisResult(schedule, eng.history, [s.stats for s in eng.slots], seconds, impl_of, views,
                                violations, verdicts, unavailable, settle_limit, eng.errors, eng.killed,
                                sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left,
