@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .oracles import lock_leftover
 from .oracles.findings import HAZARD, WEAKNESS, Finding
 from .oracles.kind_model import BUSY, result_kind
 from .peers import Driver, DriverError, PeerSpec, start_driver
@@ -62,6 +63,7 @@ class Availability:
 
     seconds: float | None
     attempts: list[tuple[float, str]] = field(default_factory=list)
+    leftovers: list[Finding] = field(default_factory=list)  # a lock an attempt left behind (S-LOCK-5)
 
     def text(self) -> str:
         if self.seconds is None:
@@ -152,6 +154,7 @@ def measure(
                 driver = None
                 continue
             _age(locks, writer_now() - age)
+            held = lock_leftover.lock_files(sandbox.root)
             started = time.monotonic()
             try:
                 answer = driver.call("write_memory", dict(args or PROBE))
@@ -161,6 +164,9 @@ def measure(
                 driver.close()
                 driver = None
                 continue
+            result.leftovers += lock_leftover.check(
+                sandbox.root, held, {driver.pid}, op=f"write_memory (a fresh writer at lock age {age:g} s)",
+                answer=repr(str(answer.result)[:60]) if answer.ok else "an error")
             if not answer.ok:
                 result.attempts.append((age, f"error {answer.error}"))
                 continue

@@ -25,11 +25,13 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .availability import LockState, measure
+from .oracles import lock_leftover
+from .oracles.findings import Finding
 from .oracles.kind_model import BUSY, result_kind
 from .oracles.spec import LOCK_NAME
 from .peers import DriverError, PeerSpec, start_driver
@@ -100,6 +102,7 @@ class CellResult:
     unavailable: float | None = 0.0  # lock age (s) at a fresh writer's first success; None: never
     store: str = ""  # the locked directory, relative to the sandbox
     virtual: bool = False  # ``seconds`` is the driver's virtual clock, not the wall clock
+    leftovers: list[Finding] = field(default_factory=list)  # locks an answer left behind (S-LOCK-5)
 
     @property
     def timely(self) -> bool:
@@ -187,8 +190,11 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
             env = sb.env()
             probe = start_driver(spec, env, cwd=str(sb.root), timeout=timeout)
             reuse = not wrapper and "reset" in probe.ops  # reset: as good as a fresh writer
+            left: list[Finding] = []
             try:
+                held = lock_leftover.lock_files(sb.root)
                 directory = Path(str(probe.call("memory_dir").result))
+                left += lock_leftover.check(sb.root, held, {probe.pid}, op=f"memory_dir {cell.name}")
             finally:
                 if not reuse:
                     probe.close()
@@ -210,16 +216,19 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
             try:
                 if clock is not None:
                     driver.call("set_clock", clock)
+                held = lock_leftover.lock_files(sb.root)
                 t0 = time.monotonic()
                 answer = driver.call("write_memory", {"topic": "Matrix", "content": "x", "summary": "s"})
                 seconds = time.monotonic() - t0
+                said = "an error" if not answer.ok else repr(str(answer.result)[:60])
+                left += lock_leftover.check(sb.root, held, {driver.pid}, op=f"write_memory {cell.name}", answer=said)
                 if clock is not None and answer.clock_ms is not None:
                     seconds = (answer.clock_ms - now_ms) / 1000
             finally:
                 driver.close()
             virtual = clock is not None
             if not answer.ok:
-                return CellResult(cell, expected, "error", seconds, str(answer.error))
+                return CellResult(cell, expected, "error", seconds, str(answer.error), leftovers=left)
             kind = result_kind(answer.result)
             if kind == BUSY:
                 intact = _lock_state(lock) == before
@@ -227,13 +236,13 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
                                  clock=clock, writer_now=(lambda: now_ms / 1000) if virtual else time.time)
                 return CellResult(
                     cell, expected, "busy", seconds, "" if intact else "lock changed while busy", outage.seconds,
-                    os.path.relpath(directory, sb.root), virtual,
+                    os.path.relpath(directory, sb.root), virtual, left + outage.leftovers,
                 )
             if kind == "created":
                 verdict = "acquire" if cell.content == "absent" else "reclaim"
-                left = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
-                return CellResult(cell, expected, verdict, seconds, left, virtual=virtual)
-            return CellResult(cell, expected, "error", seconds, str(answer.result), virtual=virtual)
+                stays = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
+                return CellResult(cell, expected, verdict, seconds, stays, virtual=virtual, leftovers=left)
+            return CellResult(cell, expected, "error", seconds, str(answer.result), virtual=virtual, leftovers=left)
     except DriverError as e:
         return CellResult(cell, expected, "error", 0.0, str(e))
     finally:

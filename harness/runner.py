@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from . import actions, hangwatch
-from .oracles import hazards
+from .oracles import hazards, lock_leftover
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import Finding
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
@@ -176,9 +176,14 @@ class Worker:
                     written.update({k: post.get(k) for k in set(pre) | set(post) if pre.get(k) != post.get(k)})
                 outcome.answers.append(None)
                 continue
+            locks = lock_leftover.lock_files(self.sandbox.root)
             t0 = time.monotonic()
             answer = driver.call(step.op, step.args, timeout=step.timeout)
             elapsed = time.monotonic() - t0
+            if not sc.faults:  # an injected unlink fault may keep a lock: S-LOCK-5 ignores that error
+                outcome.failures += [Failure(f"step {i + 1} ({step.op})", "no lock of its own left (S-LOCK-5)", f.path,
+                                             f.evidence) for f in lock_leftover.check(
+                                                 self.sandbox.root, locks, {driver.pid}, op=step.op)]
             outcome.op_seconds += elapsed
             if (moved := self._clock_from(answer)) is not None:
                 elapsed = moved  # timings are judged on the clock the implementation waited on

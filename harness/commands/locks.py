@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ..availability import hazard_for
@@ -98,6 +99,7 @@ def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tu
                             + (f"/{r.cell.holder}" if r.cell.content == "valid" else ""),
                             evidence=f.evidence, path=f.path, reproduce=reproduce(spec, r))
                 out.append((f, r))
+    out += [(replace(f, impl=impl, reproduce=reproduce(spec, r)), r) for r in results for f in r.leftovers]  # S-LOCK-5
     counts: dict[tuple[str, ...], int] = {}
     for f, _r in out:
         counts[f.key] = counts.get(f.key, 0) + 1
