@@ -23,6 +23,7 @@ from . import actions, hangwatch
 from .oracles import hazards, lock_leftover
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import Finding
+from .oracles.shared_checks import carry_placeholders
 from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox, snapshot
 from .scenarios import Scenario, iso_instant
@@ -231,7 +232,7 @@ class Worker:
                 outcome.status, outcome.reason = "skip", why
                 return outcome
             actions.wipe(self.sandbox)
-            sc = scenario.bind(self.sandbox.placeholders())
+            sc = scenario.bind({**self.sandbox.placeholders(), **carry_placeholders(CARRY=self.spec.kind)})
             actions.place_given(self.sandbox, sc.given)
             before = snapshot(self.sandbox.root)
             known = self.driver.ops if self.driver is not None else set()

@@ -26,7 +26,7 @@ SCENARIOS_DIR = Path(str(resources.files("memconform") / "scenarios"))
 SCHEMA_PATH = SCENARIOS_DIR / "scenario.schema.json"
 DEFAULT_NOW = "2026-08-07T01:02:50Z"
 DEFAULT_TZ = "UTC"
-_PLACEHOLDER = re.compile(r"\$\{(AGENT|HOME|LOCAL|SHARED|ROOT|PID)\}")
+_PLACEHOLDER = re.compile(r"\$\{(AGENT|HOME|LOCAL|SHARED|ROOT|PID|CARRY(?:_[AB])?)\}")
 # Step ops the harness performs on the sandbox itself; every other op goes to the driver.
 FILE_ACTIONS = frozenset(
     {"put_file", "delete_file", "mkfifo", "mkdir", "symlink", "plant_lock", "advance_clock", "chmod"}
@@ -326,7 +326,7 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [substitute(v, names) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, names) for k, v in value.items()}
+        return {substitute(k, names): substitute(v, names) for k, v in value.items()}  # paths too: ${CARRY}
     return value
 
 

@@ -508,6 +508,124 @@ add("sequences/long-summary-capped-500", ["SS-IDX-1", "S-WRITE-2"],
     {"MEMORY.md": HEAD + "\n" + entry("Long", "long.md", "a" * 500), "long.md": fm("Long", "a" * 500, "\nx\n")})
 
 
+# ---------------------------------------------------------------- carry-over between tools (issue 25 item 2)
+# Each co-writer carries its own local store over on its first op with the shared store on: openpi
+# (and the reference) from ``agent/memory/``, OpenCode from ``$XDG_CONFIG_HOME/opencode/memory/``
+# (PEER-1).  Both locals are seeded alike, so whichever tool runs reads its own.  ``${CARRY}`` is
+# the running tool's suffix tag (``opim`` openpi and the reference, ``oclm`` OpenCode, PEER-7);
+# its sentinel and local lock live in its own local directory, outside the contract.
+LOCALS = ("agent/memory/", "home/.config/opencode/memory/")
+OLD = "2026-08-01T00:00:00+00:00"
+SENTINELS = tuple(loc + ".shared-dir-migrated" for loc in LOCALS)
+OWN_FILES = [{"path": loc + ".*", "reason": "each tool's own carry-over sentinel (S-FMT-15, PEER-1, PEER-7)"} for loc in LOCALS]
+FRESH = write("Fresh", "fresh", "fresh")
+FRESH_LINE = entry("Fresh", "fresh.md", "fresh")
+FRESH_FILE = fm("Fresh", "fresh", "\nfresh\n")
+
+
+def carry(sid: str, clauses: list[str], description: str, local: dict[str, str], store: dict[str, str],
+          steps: list[dict[str, Any]], then: dict[str, str], *, done: bool = True, absent: tuple[str, ...] = (),
+          present: tuple[str, ...] = (), clock: dict[str, str] | None = None, outside: dict[str, str] | None = None) -> None:
+    """A carry-over scenario: ``local`` seeds both tools' local stores, which must stay as they were."""
+    extra = {loc + k: v for loc in LOCALS for k, v in local.items()}
+    extra.update(outside or {})
+    add(f"carry-over/{sid}", clauses, description, store, steps, then, present=present, clock=clock, extra_given=extra,
+        ignore=OWN_FILES if done else None)
+    t = SCENARIOS[-1]["then"]
+    t["unchanged"] = sorted(extra)  # S-MIGRATE-5: the local stores (and any outside file) untouched
+    if absent:
+        t["absent"] = [D + a for a in absent]
+    if not done:
+        t["absent"] = t.get("absent", []) + list(SENTINELS)
+
+
+DOCKER_LOCAL = fm("Docker Setup", "local", "\nlocal bytes\n", OLD, OLD)
+DOCKER_SHARED = fm("Docker", "foreign", "\nforeign bytes\n", OLD, OLD)
+LOCAL_IDX = HEAD + entry("Docker Setup", "docker-setup.md", "local", OLD) + "\n"
+SHARED_IDX = HEAD + entry("Docker", "docker-setup.md", "foreign", OLD) + "\n"
+CARRIED = entry("Docker Setup", "docker-setup-${CARRY}.md", "local", OLD)
+carry("differing-collision-gets-suffixed-copy", ["SS-CARRY-1", "SS-CARRY-2", "SS-CARRY-5", "SS-NAME-2", "S-MIGRATE-4", "PEER-7"],
+      "A local topic whose filename the shared store holds with different content is published under the tool's "
+      "suffix (`-opim` / `-oclm`), the foreign file untouched; the tool's first op runs after the merge.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED}, [FRESH],
+      {"MEMORY.md": SHARED_IDX + CARRIED + "\n\n" + FRESH_LINE, "docker-setup.md": DOCKER_SHARED,
+       "docker-setup-${CARRY}.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE})
+carry("identical-unindexed-copy-indexed-once", ["SS-CARRY-2", "S-MIGRATE-4", "PEER-7"],
+      "An identical unindexed shared copy is reused: one index line, no suffixed file.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": HEAD, "docker-setup.md": DOCKER_LOCAL}, [FRESH],
+      {"MEMORY.md": HEAD.rstrip("\n") + "\n" + entry("Docker Setup", "docker-setup.md", "local", OLD) + "\n\n" + FRESH_LINE,
+       "docker-setup.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE})
+carry("identical-indexed-copy-adds-nothing", ["SS-CARRY-2", "S-MIGRATE-3", "S-MIGRATE-4"],
+      "An identical shared copy that is already indexed adds neither a file nor a line.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL}, [FRESH],
+      {"MEMORY.md": LOCAL_IDX + "\n" + FRESH_LINE, "docker-setup.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE})
+BOTH_TAGS = {"docker-setup-opim.md": fm("Docker Setup", "pi copy", "\npi bytes\n", OLD, OLD),
+             "docker-setup-oclm.md": fm("Docker Setup", "oc copy", "\noc bytes\n", OLD, OLD)}
+BOTH_IDX = (SHARED_IDX + entry("Docker Setup", "docker-setup-opim.md", "pi copy", OLD) + "\n"
+            + entry("Docker Setup", "docker-setup-oclm.md", "oc copy", OLD) + "\n")
+carry("own-suffix-taken-gets-numbered-copy", ["SS-CARRY-2", "SS-CARRY-5", "S-MIGRATE-4", "PEER-7"],
+      "With both tools' suffixed copies already published (different content), the local copy gets the next "
+      "number of its own suffix (`-opim-2` / `-oclm-2`); the other tool's copy is never taken over.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": BOTH_IDX, "docker-setup.md": DOCKER_SHARED, **BOTH_TAGS}, [FRESH],
+      {"MEMORY.md": BOTH_IDX + entry("Docker Setup", "docker-setup-${CARRY}-2.md", "local", OLD) + "\n\n" + FRESH_LINE,
+       "docker-setup.md": DOCKER_SHARED, **BOTH_TAGS, "docker-setup-${CARRY}-2.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE})
+carry("own-suffixed-identical-copy-reused", ["SS-CARRY-2", "S-MIGRATE-4", "PEER-7"],
+      "An earlier, unindexed suffixed copy with the local bytes is reused: one line, no second copy.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED, "docker-setup-${CARRY}.md": DOCKER_LOCAL}, [FRESH],
+      {"MEMORY.md": SHARED_IDX + CARRIED + "\n\n" + FRESH_LINE, "docker-setup.md": DOCKER_SHARED,
+       "docker-setup-${CARRY}.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE})
+GONE_LOCAL = fm("Gone", "removed", "\nstill local\n", OLD, OLD)
+GONE_IDX = HEAD + entry("Gone", "gone.md", "removed", OLD) + "\n"
+for case, (shared_files, why) in {
+    "file-kept": ({"gone.md": GONE_LOCAL}, "the shared file the removal kept"),
+    "file-absent": ({}, "no shared file at all"),
+    "file-differs": ({"gone.md": fm("Gone", "shared", "\nshared bytes\n", OLD, OLD)}, "a different shared file"),
+}.items():
+    carry(f"tombstoned-topic-not-carried-back-{case}", ["SS-CARRY-3", "SS-TOMB-4", "S-MIGRATE-3", "S-TOMB-2", "PEER-6"],
+          f"A topic removed from the shared store (listed in `.ocl-removed`, {why}) that the local index still "
+          "holds does not come back through carry-over: no line, no copy, the list kept.",
+          {"MEMORY.md": GONE_IDX, "gone.md": GONE_LOCAL},
+          {"MEMORY.md": HEAD, ".ocl-removed": "gone.md\n", **shared_files}, [FRESH],
+          {"MEMORY.md": HEAD + "\n" + FRESH_LINE, ".ocl-removed": "gone.md\n", **shared_files, "fresh.md": FRESH_FILE})
+carry("tombstoned-suffixed-destination-skipped", ["SS-CARRY-3", "S-MIGRATE-3", "S-MIGRATE-4", "PEER-7"],
+      "A colliding local topic whose suffixed destination was removed from the shared store is not published again.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED, ".ocl-removed": "docker-setup-${CARRY}.md\n"}, [FRESH],
+      {"MEMORY.md": SHARED_IDX + "\n" + FRESH_LINE, "docker-setup.md": DOCKER_SHARED, ".ocl-removed": "docker-setup-${CARRY}.md\n",
+       "fresh.md": FRESH_FILE})
+LIVE = {"op": "plant_lock", "args": {"dir": D.rstrip("/"), "pid": "self"}}
+carry("deferred-while-co-writer-holds-shared-lock", ["SS-CARRY-4", "SS-LOCK-2", "S-MIGRATE-2", "S-MIGRATE-6", "PEER-7"],
+      "A live co-writer holds the shared lock while the tool switches the shared store on: carry-over defers "
+      "(no shared change, no sentinel), the op answers busy, the foreign lock stays.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED},
+      [LIVE, {**FRESH, "expect": {"outcome": "busy", **BUSY_TIMES}}],
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED}, done=False, present=(".lock",), clock={"mode": "offset"})
+del SCENARIOS[-1]["then"]["invariants"]  # the planted lock stays: it is not the op's
+carry("deferred-then-completed-after-release", ["SS-CARRY-4", "SS-CARRY-2", "S-MIGRATE-2", "S-MIGRATE-6", "PEER-7"],
+      "Carry-over deferred by a co-writer's lock completes on the first op after the lock is gone.",
+      {"MEMORY.md": LOCAL_IDX, "docker-setup.md": DOCKER_LOCAL},
+      {"MEMORY.md": SHARED_IDX, "docker-setup.md": DOCKER_SHARED},
+      [LIVE, {**FRESH, "expect": {"outcome": "busy", **BUSY_TIMES}},
+       {"op": "delete_file", "args": {"path": D + ".lock"}}, write("Later", "later", "later")],
+      {"MEMORY.md": SHARED_IDX + CARRIED + "\n\n" + entry("Later", "later.md", "later", "${TS}"), "docker-setup.md": DOCKER_SHARED,
+       "docker-setup-${CARRY}.md": DOCKER_LOCAL, "later.md": fm("Later", "later", "\nlater\n", "${TS}", "${TS}")}, clock={"mode": "offset"})
+SECRET = "OUTSIDE-SECRET-7f3a: never in the store\n"
+UP_IDX = HEAD + "- [Up](../up.md) " + OLD + " -- escape\n" + entry("Docker Setup", "docker-setup.md", "local", OLD) + "\n"
+carry("parent-entry-never-followed", ["SS-CARRY-5", "SS-NAME-1", "S-MIGRATE-3", "S-MIGRATE-5", "S-FMT-7"],
+      "A local entry-like line naming `../up.md`, whose target outside the local store exists with recognisable "
+      "content, is not carried: the outside file is never read, copied, indexed or changed.",
+      {"MEMORY.md": UP_IDX, "docker-setup.md": DOCKER_LOCAL}, {"MEMORY.md": HEAD}, [FRESH],
+      {"MEMORY.md": HEAD.rstrip("\n") + "\n" + entry("Docker Setup", "docker-setup.md", "local", OLD) + "\n\n" + FRESH_LINE,
+       "docker-setup.md": DOCKER_LOCAL, "fresh.md": FRESH_FILE},
+      outside={"agent/up.md": SECRET, "home/.config/opencode/up.md": SECRET})
+
+
 def main() -> int:
     if OUT.exists():
         shutil.rmtree(OUT)

@@ -42,3 +42,13 @@ def store_failures(store: dict[str, Content], after: dict[str, bytes]) -> list[R
         if diffs:
             out.append((f"store {rel}", _show(want), "<absent>" if got is None else _show(got), "; ".join(diffs)[:600]))
     return out
+
+
+CARRY_TAGS = {"opencode": "oclm"}
+"""The suffix tag a tool's carry-over gives a colliding copy (``«base»-«tag».md``): OpenCode's
+``oclm`` (PEER-7); openpi's and the reference's ``opim`` (S-MIGRATE-4) otherwise."""
+
+
+def carry_placeholders(**kinds: str) -> dict[str, str]:
+    """``${CARRY…}`` for each role's implementation kind: ``carry_placeholders(CARRY="pi")``."""
+    return {role: CARRY_TAGS.get(kind, "opim") for role, kind in kinds.items()}

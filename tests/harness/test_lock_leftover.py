@@ -14,12 +14,10 @@ import pytest
 from memconform.harness.locks import Cell, run_cell
 from memconform.harness.oracles.findings import VIOLATION
 from memconform.harness.oracles.lock_leftover import KIND, findings, leftovers, lock_files, lock_pid
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import load_file
+
+from .shims import PYTHON, failures, plant
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON = PeerSpec("python")
 NO_RELEASE = (
     "import memconform.reference.lock as lock, memconform.reference.carryover as carry\n"
     "def _keep(fs, path, token):\n    return None\n"
@@ -30,10 +28,7 @@ NO_RELEASE = (
 @pytest.fixture
 def leaky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every reference driver started from here on never releases its lock."""
-    site = tmp_path / "leaky-site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(NO_RELEASE)
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    plant(tmp_path, monkeypatch, NO_RELEASE)
 
 
 def test_s_lock_5_only_a_new_lock_naming_the_implementation_is_its_own() -> None:
@@ -84,19 +79,10 @@ def test_s_lock_5_the_reference_leaves_no_lock_in_the_matrix(cell: Cell) -> None
 SCENARIO = ROOT / "scenarios/conformance/shared-store/locks/pin-releases-its-lock.json"
 
 
-def _run(path: Path) -> list[str]:
-    worker = Worker(PYTHON)
-    try:
-        outcome = worker.run(load_file(path))
-    finally:
-        worker.close()
-    return [f.render() for f in outcome.failures]
-
-
 def test_s_lock_5_the_runner_fails_a_scenario_whose_op_keeps_its_lock(leaky: None) -> None:
-    failures = _run(SCENARIO)
-    assert any("no lock of its own left (S-LOCK-5)" in f and "pin_memory" in f for f in failures), failures
+    found = failures(SCENARIO)
+    assert any("no lock of its own left (S-LOCK-5)" in f and "pin_memory" in f for f in found), found
 
 
 def test_s_lock_5_the_runner_passes_the_reference() -> None:
-    assert _run(SCENARIO) == []
+    assert failures(SCENARIO) == []
