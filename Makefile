@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: install
-	$(PY) tests/clause_coverage.py
-	$(PY) tests/shared_store_coverage.py
+	$(PY) -m tests.clause_coverage
+	$(PY) -m tests.shared_store_coverage
 	$(PY) -m pytest -n auto --cov=memconform.reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
 
 lint: install

@@ -1,37 +1,41 @@
-"""Fail when a MUST clause of SPEC.md has no test naming it (``def test_s_<area>_<n>_…``).
+"""Fail when a MUST clause of docs/SPEC.md has no test naming it (``def test_s_<area>_<n>_…``).
 
-SPEC.md is found at ``$MEMCONFORM_SPEC`` or ``../shared/SPEC.md`` beside the repository.  The
-clause list is also frozen in ``tests/spec_clauses.txt`` so the check runs where SPEC.md is not.
+docs/SPEC.md is the one list of clause ids: this module's parser is what every other check
+(clause citations in tests/harness/test_citations.py, tests/shared_store_coverage.py, the corpus
+test) reads it with.  Run as ``python -m tests.clause_coverage`` from the repository root.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FROZEN = ROOT / "tests" / "spec_clauses.txt"
+SPEC = ROOT / "docs" / "SPEC.md"
 CLAUSE = re.compile(r"\*\*(S-[A-Z]+-\d+) \(([^)]*)\)")
+# informative items outside the clause scheme: PEER-1…, A-1… (deviations), B-… (quirks), C-… (clock)
+ITEM = re.compile(r"^(?:- )?\*\*((?:PEER|[ABC])-\d+)\b", re.M)
 TEST_NAME = re.compile(r"def (test_s_([a-z]+)_(\d+))(?:_|\b)")
-
-
-def spec_path() -> Path:
-    return Path(os.environ.get("MEMCONFORM_SPEC", ROOT.parent / "shared" / "SPEC.md"))
 
 
 def clauses_from_spec(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in CLAUSE.finditer(text)]
 
 
+def spec_clauses() -> list[tuple[str, str]]:
+    """``(id, strength)`` of every ``S-`` clause of docs/SPEC.md, in order."""
+    return clauses_from_spec(SPEC.read_text(encoding="utf-8"))
+
+
+def spec_ids() -> set[str]:
+    """Every id docs/SPEC.md defines: the ``S-`` clauses and the informative items."""
+    text = SPEC.read_text(encoding="utf-8")
+    return {cid for cid, _ in clauses_from_spec(text)} | set(ITEM.findall(text))
+
+
 def must_clauses() -> list[str]:
-    spec = spec_path()
-    if spec.exists():
-        found = clauses_from_spec(spec.read_text(encoding="utf-8"))
-        FROZEN.write_text("".join(f"{cid}\t{strength}\n" for cid, strength in found))
-    rows = [line.split("\t") for line in FROZEN.read_text().splitlines() if line]
-    return [cid for cid, strength in rows if "MUST" in strength]
+    return [cid for cid, strength in spec_clauses() if "MUST" in strength]
 
 
 def tested_clauses(root: Path) -> set[str]:

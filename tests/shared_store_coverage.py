@@ -4,7 +4,7 @@ Every ``SS-…`` clause must be named in ``clauses`` by at least one scenario of
 ``shared-store`` profile, except the clauses marked *(harness)*, which describe how the gate
 judges: a test ``def test_ss_<area>_<n>_…`` must name each of those.  Every clause a
 shared-store scenario cites must exist in the document, and every ``S-…`` clause the
-document cites must exist in SPEC.md (the frozen list tests/spec_clauses.txt).
+document cites must exist in docs/SPEC.md (read by ``tests.clause_coverage``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import re
 import sys
 from pathlib import Path
 
+from tests.clause_coverage import spec_ids
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "SHARED_STORE.md"
 CORPUS = ROOT / "scenarios" / "conformance"
-FROZEN = ROOT / "tests" / "spec_clauses.txt"
 CLAUSE = re.compile(r"^- \*\*(SS-[A-Z]+-\d+)\*\*( \*\(harness\)\*)?(.*?)(?=^- \*\*|^## |\Z)", re.M | re.S)
 TEST_NAME = re.compile(r"def test_(ss_[a-z]+_\d+)(?:_|\b)")
 
@@ -52,7 +53,7 @@ def tested(root: Path = ROOT / "tests") -> set[str]:
 def problems() -> list[str]:
     clauses = doc_clauses(DOC.read_text(encoding="utf-8"))
     cited, tests = scenario_citations(), tested()
-    spec = {line.split("\t")[0] for line in FROZEN.read_text().splitlines() if line}
+    spec = spec_ids()
     out = []
     for cid, (harness, body) in clauses.items():
         if harness and cid not in tests:

@@ -898,7 +898,7 @@ def test_s_inv_7_removal_intent(env: StoreEnv) -> None:
 
 
 def spec_text() -> str | None:
-    path = Path(os.environ.get("MEMCONFORM_SPEC", ROOT.parent / "shared" / "SPEC.md"))
+    path = ROOT / "docs" / "SPEC.md"
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
