@@ -1,4 +1,4 @@
-"""Corpus profiles (DESIGN.md §7): which contract a run judges an implementation by.
+"""Corpus profiles (docs/ARCHITECTURE.md §7): which contract a run judges an implementation by.
 
 ``openpi`` is the whole of SPEC.md, result texts included (the reference and openpi-memory);
 ``shared-store`` is what every co-writer of ``~/.agents/memory/`` must do

@@ -1,7 +1,7 @@
 """Temporary store roots, the environment each implementation reads, and store snapshots.
 
 A sandbox has two roots: ``agent/`` (the agent dir: ``memory.jsonc``, ``HANDOFF.md``,
-``memory/``) and ``home/`` (the shared store is ``home/.agents/memory/``), as DESIGN.md §4 fixes.
+``memory/``) and ``home/`` (the shared store is ``home/.agents/memory/``), as docs/ARCHITECTURE.md §4 fixes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scenario files: load, validate against the schema, type, select, substitute (DESIGN.md §4).
+"""Scenario files: load, validate against the schema, type, select, substitute (docs/ARCHITECTURE.md §4).
 
 A scenario is language-neutral JSON; this module reads and checks it once, into frozen
 ``Scenario`` / ``Step`` / ``Expect`` values that the runner and the oracles consume, so no
@@ -32,7 +32,7 @@ FILE_ACTIONS = frozenset(
     {"put_file", "delete_file", "mkfifo", "mkdir", "symlink", "plant_lock", "advance_clock", "chmod"}
 )
 Content = str | dict[str, str]  # file content: UTF-8 text, or {"base64": ...}
-# DESIGN.md §7.  A scenario without ``profiles`` is openpi's: the whole of SPEC.md, result
+# docs/ARCHITECTURE.md §7.  A scenario without ``profiles`` is openpi's: the whole of SPEC.md, result
 # texts included.  Joining the shared-store contract is a claim its author makes explicitly.
 PROFILES = ("openpi", "shared-store")
 DEFAULT_PROFILES = ("openpi",)
@@ -164,7 +164,7 @@ class Scenario:
     fresh_process: bool
     faults: tuple[dict[str, Any], ...]  # ``regression.inject``: syscall faults under strace
     placeholders: frozenset[str]  # the placeholder names used anywhere in the file
-    profiles: tuple[str, ...] = DEFAULT_PROFILES  # DESIGN.md §7: the contracts it belongs to
+    profiles: tuple[str, ...] = DEFAULT_PROFILES  # docs/ARCHITECTURE.md §7: the contracts it belongs to
 
     @classmethod
     def from_data(cls, data: dict[str, Any], path: Path) -> Scenario:

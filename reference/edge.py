@@ -1,4 +1,4 @@
-"""The speed paths an entry point chooses: the Fs and the index engine (DESIGN.md §5).
+"""The speed paths an entry point chooses: the Fs and the index engine (docs/ARCHITECTURE.md §5).
 
 A ``Store`` alone runs the plain S-IDX scans over the plain ``Fs``: the definition, and what
 the tests exercise by default.  ``serve``, the CLI and the bench run the fast paths, built

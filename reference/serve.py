@@ -1,4 +1,4 @@
-"""The peer-protocol server: JSON Lines over stdin/stdout (DESIGN.md §3).
+"""The peer-protocol server: JSON Lines over stdin/stdout (docs/ARCHITECTURE.md §3).
 
 ``python -m memconform.reference serve`` answers every op of the protocol table against the store that its
 environment names, exactly like the node drivers do for the JS cores, so the harness can drive

@@ -56,7 +56,7 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     selection.add_arguments(c)
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
     c.add_argument("--profile", choices=PROFILES, help="contract to judge by (default: openpi for python and pi:, "
-                   "shared-store for opencode:, else what the driver's hello declares; DESIGN.md §7)")
+                   "shared-store for opencode:, else what the driver's hello declares; docs/ARCHITECTURE.md §7)")
 
 
 def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:

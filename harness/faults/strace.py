@@ -1,4 +1,4 @@
-"""Syscall-level faults for any implementation, through ``strace`` (DESIGN.md §5).
+"""Syscall-level faults for any implementation, through ``strace`` (docs/ARCHITECTURE.md §5).
 
 The driver of an implementation (``python -m memconform.reference serve`` or a node driver) runs under
 ``strace -f -y``; only the store-touching syscalls are traced (``open``/``openat``, the

@@ -1,4 +1,4 @@
-"""Hypothesis state machines that attack the store (DESIGN.md §5).
+"""Hypothesis state machines that attack the store (docs/ARCHITECTURE.md §5).
 
 ``store_model`` (the reference vs the shadow, the exact SPEC-written store; module
 ``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_protocol``

@@ -1,6 +1,6 @@
 """What every machine shares: step counters, failure capture, scenario export and seeded runs.
 
-A machine records each step it performs as a scenario step (DESIGN.md §4).  When a rule or an
+A machine records each step it performs as a scenario step (docs/ARCHITECTURE.md §4).  When a rule or an
 invariant fails in Hypothesis' *final* run — the replay of the shrunk example — the recorded
 steps become a regression scenario under the export directory, so every failure can be
 replayed with ``memconform replay`` on any implementation.  Runs are seeded explicitly and

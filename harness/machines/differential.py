@@ -194,7 +194,7 @@ class DifferentialMachine(Machine):
         a = self.ref.normalised(_answer(self.ref.driver.call(op, args)))
         b = self.other.normalised(_answer(self.other.driver.call(op, args)))
         if "unsupported" in (a.get("kind"), b.get("kind")):
-            self.unsupported = True  # DESIGN §3: a driver that cannot do an op says so
+            self.unsupported = True  # docs/ARCHITECTURE.md §3: a driver that cannot do an op says so
             return None
         step = self.recorder.step(op, args)
         if a["ok"]:

@@ -1,4 +1,4 @@
-"""Recording a machine run as a scenario, and writing it as a regression file (DESIGN.md §4).
+"""Recording a machine run as a scenario, and writing it as a regression file (docs/ARCHITECTURE.md §4).
 
 Each step a machine performs is recorded in scenario form while it runs — protocol ops with
 the results the machine expects (the shadow's, its own prediction's or the reference's), file

@@ -51,7 +51,7 @@ class CrashFinding:
         return f"[{self.severity}] {self.clause} {self.kind} {self.path}: {self.detail}"
 
     def finding(self, *, impl: str = "", op: str = "", syscall: str = "", reproduce: str = "", rate: str = "") -> Finding:
-        """The command-level ``Finding`` (DESIGN.md §6); ``rate`` (``k of n runs``) is appended."""
+        """The command-level ``Finding`` (docs/ARCHITECTURE.md §6); ``rate`` (``k of n runs``) is appended."""
         evidence = self.detail + (f" ({rate})" if rate else "")
         return Finding(self.kind, self.severity, self.clause, impl, op, syscall, evidence, reproduce, path=self.path)
 

@@ -1,4 +1,4 @@
-"""One Finding type for every command (DESIGN.md §6), and the verdict a run's findings give.
+"""One Finding type for every command (docs/ARCHITECTURE.md §6), and the verdict a run's findings give.
 
 Every command — conformance, replay, interop, locks, crash, fuzz — reports what it saw as
 ``Finding`` values, prints them with ``Finding.line`` and writes them with ``Finding.to_json``,

@@ -1,4 +1,4 @@
-// The controllable clock behind set_clock, shared by every node driver (DESIGN.md section 3).
+// The controllable clock behind set_clock, shared by every node driver (docs/ARCHITECTURE.md §3).
 //
 // Imported by protocol.mjs before the implementation, so the implementation sees only the
 // shimmed globals. Modes:

@@ -3,7 +3,7 @@
 //
 // Usage: node harness/peers/pi_core.mjs <path-to-memory-core.mjs>
 //
-// Speaks the JSON Lines peer protocol of DESIGN.md section 3 on stdin/stdout:
+// Speaks the JSON Lines peer protocol of docs/ARCHITECTURE.md §3 on stdin/stdout:
 // one request object per line in, one answer object per line out. stdout is
 // reserved for the protocol; diagnostics (ours and the core's) go to stderr.
 //

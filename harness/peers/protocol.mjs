@@ -1,4 +1,4 @@
-// The JSON Lines peer protocol of DESIGN.md section 3, shared by every node driver.
+// The JSON Lines peer protocol of docs/ARCHITECTURE.md §3, shared by every node driver.
 //
 // A driver imports this module first (a static import, so it is evaluated before the
 // driver's own body and before the implementation is imported), then calls

@@ -3,7 +3,7 @@
 //
 // Why: the peers' own JS test suites import an openpi `memory-core.mjs` by path; pointed at
 // this module they run, unchanged, against the reference. This file holds NO store logic:
-// every export is one protocol op (DESIGN.md section 3) of one long-lived `serve` process,
+// every export is one protocol op (docs/ARCHITECTURE.md §3) of one long-lived `serve` process,
 // started when this module instance is loaded, with the environment of that moment (the
 // storage roots PI_CODING_AGENT_DIR, PI_SHARED_MEMORY_HOME, HOME and TZ are captured once, at
 // import, as the JS core does: S-PATH-1, S-PATH-2). Constants and paths are the values the

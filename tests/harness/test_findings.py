@@ -1,4 +1,4 @@
-"""The Finding type, the run verdict and the JSON report top (DESIGN.md §6, issue 12)."""
+"""The Finding type, the run verdict and the JSON report top (docs/ARCHITECTURE.md §6, issue 12)."""
 
 from __future__ import annotations
 

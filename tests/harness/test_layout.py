@@ -1,4 +1,4 @@
-"""DESIGN.md §5's layout rules, read from the source: who may import whom, and module size.
+"""docs/ARCHITECTURE.md §5's layout rules, read from the source: who may import whom, and module size.
 
 The rules keep the judge apart from what it judges: an oracle using the reference's parser
 would pass the reference's own defects, and a plain conformance run that loads the strace
@@ -100,7 +100,7 @@ def test_reference_imports_nothing_of_the_harness() -> None:
 
 
 def test_oracles_take_only_string_semantics_from_the_reference() -> None:
-    """DESIGN §5: an oracle never judges with the reference's own parsers, slugs or store."""
+    """docs/ARCHITECTURE.md §5: an oracle never judges with the reference's own parsers, slugs or store."""
     bad = {
         m: sorted(i for i in imports(m) if _within(i, "memconform.reference") and i not in ORACLES_MAY_IMPORT)
         for m in _of("memconform.harness.oracles")
@@ -110,7 +110,7 @@ def test_oracles_take_only_string_semantics_from_the_reference() -> None:
 
 @pytest.mark.parametrize("wing", FAULT_WINGS)
 def test_faults_reach_the_reference_only_through_its_seams(wing: str) -> None:
-    """DESIGN §5: faults use the Fs seam, Store and serve; no other reference internals."""
+    """docs/ARCHITECTURE.md §5: faults use the Fs seam, Store and serve; no other reference internals."""
     assert _of(wing), f"{wing} has no modules: the rule would pass on nothing"
     bad = {
         m: sorted(i for i in imports(m) if _within(i, "memconform.reference") and i not in FAULTS_MAY_IMPORT)

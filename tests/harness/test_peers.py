@@ -228,7 +228,7 @@ def test_opencode_driver_over_a_stand_in_plugin(tmp_path: Path) -> None:
 
 
 def test_a_plain_conformance_run_loads_no_fault_machinery() -> None:
-    """DESIGN.md §5: strace and the explorer are imported only for a faulted scenario."""
+    """docs/ARCHITECTURE.md §5: strace and the explorer are imported only for a faulted scenario."""
     code = (
         "import sys\n"
         "from memconform.harness.commands import conformance\n"

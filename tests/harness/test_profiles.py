@@ -1,4 +1,4 @@
-"""Corpus profiles (DESIGN.md §7): tagging, selection, defaults, and the shared-store corpus's shape."""
+"""Corpus profiles (docs/ARCHITECTURE.md §7): tagging, selection, defaults, and the shared-store corpus's shape."""
 
 from __future__ import annotations
 

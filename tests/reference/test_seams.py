@@ -1,6 +1,6 @@
 """The seams of the reference hold: what a module may import, what a ``Store`` keeps.
 
-DESIGN.md §5: speed lives behind seams chosen at the edge, and the modules a ``Store``
+docs/ARCHITECTURE.md §5: speed lives behind seams chosen at the edge, and the modules a ``Store``
 delegates to take only what they use, so nothing imports back into ``store``.
 """
 

@@ -1,4 +1,4 @@
-"""The protocol server answers every op of DESIGN.md §3 in-process, and the small CLI works
+"""The protocol server answers every op of docs/ARCHITECTURE.md §3 in-process, and the small CLI works
 on a real store without touching the real home."""
 
 from __future__ import annotations
