@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint conformance bench coverage clean
+.PHONY: install test lint conformance bench coverage clean hosts
 
 install: $(STAMP)
 
@@ -25,6 +25,13 @@ test: install
 	$(PY) -m tests.clause_coverage
 	$(PY) -m tests.shared_store_coverage
 	$(PY) -m pytest -n auto --cov=memconform.reference --cov-branch --cov-report=term:skip-covered --cov-fail-under=95 tests
+
+# The pinned hosts (issue 23) into ~/.cache/memconform/hosts (or $$MEMCONFORM_HOSTS_CACHE):
+# pi 1.6.0 with Node 24 from PyPI by default; HOSTS='pi-1.6.0 pi-0.74.2 opencode-1.18.33
+# opencode-plugin-1.18.33' for all.  A failure is one line naming the host.
+HOSTS ?= pi-1.6.0
+hosts: install
+	$(PY) -m memconform.harness.hosts.cache install $(HOSTS)
 
 lint: install
 	$(VENV)/bin/ruff check .

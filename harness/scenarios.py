@@ -177,7 +177,7 @@ class Scenario:
             data=data,
             path=path,
             clock=Clock(**data.get("clock", {})),
-            steps=tuple(_step(s) for s in data["steps"]),
+            steps=tuple(_step(s) for s in data.get("steps", ())),  # a host scenario has a script instead
             given=Given(
                 dict(given.get("files", {})), tuple(given.get("fifos", ())), tuple(given.get("dirs", ())),
                 dict(given.get("symlinks", {})),

@@ -1,0 +1,138 @@
+"""``memconform host``: the host scenarios on a real host with an extension loaded.
+
+``--impl pi-host:EXTDIR`` runs pi (``--pi`` picks the pinned version, 1.6.0 by default) with
+EXTDIR's ``index.ts`` loaded against the scripted model, and judges every scenario of
+``scenarios/hosts`` (or ``--scenarios``) against the reference's session model on the same
+script (``harness.hosts``).  A host that is not installed is one line naming ``make hosts``
+(exit 2); a scenario the host could not finish is an error outcome, never a pass; a failing
+scenario is exported as a replayable host scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+from ..hosts.cache import DEFAULT_PI, HOSTS, HostMissing, node_bin_dir, pi_cli
+from ..hosts.run import HostOutcome, HostSpec, run_scenario
+from ..hosts.script import is_host_scenario
+from ..oracles.findings import VIOLATION, Finding
+from ..regressions import DEFAULT_DIR, export
+from ..reports.envelope import ImplInfo
+from ..scenarios import SCENARIOS_DIR, Scenario, discover, load_file
+from .common import (
+    SetupError,
+    add_quiet_argument,
+    add_report_arguments,
+    conclude,
+    export_dir,
+    new_report,
+    positive_float,
+)
+
+NAME = "host"
+HELP = "run host scenarios on a real host (pi) with an extension loaded, against a scripted model"
+KINDS = ("pi-host", "opencode-host")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--impl", action="append", default=[], metavar="KIND:PATH",
+                   help="pi-host:EXTDIR (the folder holding index.ts) | opencode-host:PLUGIN (repeatable)")
+    p.add_argument("--pi", choices=[h for h in HOSTS if h.startswith("pi-")], default=DEFAULT_PI,
+                   help="the pinned pi the pi-host runs (default: %(default)s)")
+    p.add_argument("--scenarios", type=Path, action="append", default=[], metavar="PATH",
+                   help="a host scenario file or folder (default: scenarios/hosts)")
+    p.add_argument("--run", action="append", default=[], metavar="GLOB", help="only scenario ids matching")
+    p.add_argument("--skip", action="append", default=[], metavar="GLOB", help="leave out scenario ids matching")
+    p.add_argument("--timeout", type=positive_float, default=90.0, help="seconds a host may take per step")
+    p.add_argument("--keep", action="store_true", help="keep each sandbox (host stderr, store) for inspection")
+    add_report_arguments(p)
+    p.set_defaults(export=DEFAULT_DIR / "hosts")
+    add_quiet_argument(p)
+
+
+def parse_impl(text: str, pi: str) -> HostSpec:
+    kind, sep, path = text.partition(":")
+    if not sep or kind not in KINDS or not path:
+        raise SetupError(f"--impl {text!r}: expected pi-host:EXTDIR or opencode-host:PLUGIN")
+    if kind == "opencode-host":
+        raise SetupError("opencode-host is not driven yet (harness/hosts has the pi launcher only)")
+    target = Path(path)
+    if target.is_dir():
+        target = target / "index.ts"
+    if not target.is_file():
+        raise SetupError(f"--impl {text!r}: no extension at {target}")
+    try:
+        node_bin_dir(HOSTS[pi])
+        pi_cli(HOSTS[pi])
+    except HostMissing as e:
+        raise SetupError(str(e)) from None
+    return HostSpec(kind, target.resolve(), pi)
+
+
+def scenarios(paths: list[Path], run: list[str], skip: list[str]) -> list[Scenario]:
+    found: list[Scenario] = []
+    for path in paths or [SCENARIOS_DIR / "hosts"]:
+        if path.is_dir():
+            found += [sc for sc in discover(path) if is_host_scenario(sc)]
+        else:
+            sc = load_file(path)
+            if not is_host_scenario(sc):
+                raise SetupError(f"{path}: not a host scenario (no 'host' block)")
+            found.append(sc)
+    return [sc for sc in found
+            if (not run or any(fnmatch.fnmatchcase(sc.id, g) for g in run))
+            and not any(fnmatch.fnmatchcase(sc.id, g) for g in skip)]
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.impl:
+        raise SetupError("name a host: --impl pi-host:EXTDIR")
+    specs = [parse_impl(i, args.pi) for i in args.impl]
+    selected = scenarios(list(args.scenarios), list(args.run), list(args.skip))
+    if not selected:
+        raise SetupError("no host scenario selected")
+    report = new_report(args, [ImplInfo(s.kind + ":" + str(s.path), s.kind, s.host) for s in specs])
+    found: list[Finding] = []
+    outcomes: list[tuple[HostSpec, HostOutcome]] = []
+    for spec in specs:
+        for sc in selected:
+            o = run_scenario(spec, sc, timeout=args.timeout, keep=args.keep)
+            o.findings = _exported(o, export_dir(args))
+            outcomes.append((spec, o))
+            found += o.findings
+            if not args.quiet:
+                print(f"{o.status.upper():5} {spec.kind} {spec.host} {sc.id} ({o.seconds:.1f} s){' ' + o.reason if o.reason else ''}",
+                      flush=True)
+                for f in o.findings:
+                    print(f"      {f.line()}", flush=True)
+    executed = sum(1 for _, o in outcomes if o.status in ("pass", "fail"))
+    report.stats = _stats(outcomes)
+    errors = [o for _, o in outcomes if o.status == "error"]
+    for o in errors:
+        found.append(Finding("host-error", VIOLATION, "", report.impls[0].spec, o.scenario.id, evidence=o.reason))
+    print(f"host: {report.stats['passed']} passed, {report.stats['failed']} failed, "
+          f"{report.stats['errors']} errors, {report.stats['skipped']} skipped")
+    extra: dict[str, Any] = {"scenarios": [{"impl": s.label, "id": o.scenario.id, "status": o.status,
+                                            "seconds": round(o.seconds, 2), "reason": o.reason} for s, o in outcomes]}
+    return conclude(args, report, found, executed=executed, extra=extra,
+                    nothing_ran="" if executed else "no host scenario ran: " + "; ".join({o.reason for _, o in outcomes})[:300])
+
+
+def _exported(o: HostOutcome, directory: Path | None) -> list[Finding]:
+    """The outcome's findings, all pointing at one exported replay of its scenario."""
+    key = next((f for f in o.findings if f.severity == VIOLATION), None)
+    if key is None or directory is None:
+        return o.findings
+    data = {k: v for k, v in o.scenario.data.items() if k not in ("id", "description", "tags", "regression")}
+    path = export(key, data, directory).regression
+    return [f.with_regression(path) for f in o.findings]
+
+
+def _stats(outcomes: list[tuple[HostSpec, HostOutcome]]) -> dict[str, Any]:
+    count = {s: sum(1 for _, o in outcomes if o.status == s) for s in ("pass", "fail", "error", "skip")}
+    ran = [o.seconds for _, o in outcomes if o.status in ("pass", "fail")]
+    return {"passed": count["pass"], "failed": count["fail"], "errors": count["error"], "skipped": count["skip"],
+            "seconds_per_scenario": round(sum(ran) / len(ran), 2) if ran else 0.0}

@@ -1,0 +1,124 @@
+"""Play a host scenario on a real host and judge what it showed the model and left on disk.
+
+The host runs in a sandbox of its own against the fake model; the reference's session model
+runs the same script (``expected``); ``judge`` turns every difference into a ``Finding``.
+A scenario that could not run (host missing, host error) is an outcome with a reason, not a
+pass.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..actions import perform, place_given
+from ..oracles.findings import Finding
+from ..sandbox import Sandbox
+from ..scenarios import Scenario, Step
+from .expected import expected
+from .fake_model import FakeModel, Request
+from .judge import Observed, PromptSeen, judge
+from .pi import HostError, PiSession
+from .script import COMPACT, END, FILE_ACTIONS, PROMPT, SESSION, HostScript
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """``pi-host:EXTDIR`` (the folder holding the extension's ``index.ts``) on a pi version."""
+
+    kind: str
+    path: Path
+    host: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.host} + {self.path}"
+
+
+@dataclass
+class HostOutcome:
+    scenario: Scenario
+    status: str  # pass | fail | skip | error
+    seconds: float
+    findings: list[Finding] = field(default_factory=list)
+    reason: str = ""
+
+
+def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, keep: bool = False) -> HostOutcome:
+    """One scenario on one host: play, predict, judge."""
+    script = HostScript.of(scenario)
+    started = time.monotonic()
+    if spec.kind not in script.hosts:
+        return HostOutcome(scenario, "skip", 0.0, reason=f"not a {spec.kind} scenario")
+    sandbox = Sandbox.create()
+    try:
+        place_given(sandbox, scenario.given)
+        try:
+            seen = _play(spec, script, sandbox, timeout)
+        except HostError as e:
+            return HostOutcome(scenario, "error", time.monotonic() - started, reason=str(e))
+        want = expected(scenario, script, seen.summaries)
+        found = judge(want, seen, impl=spec.label, scenario=scenario.id)
+        status = "fail" if any(f.severity == "violation" for f in found) else "pass"
+        return HostOutcome(scenario, status, time.monotonic() - started, found)
+    finally:
+        if not keep:
+            sandbox.remove()
+
+
+def _play(spec: HostSpec, script: HostScript, sandbox: Sandbox, timeout: float) -> Observed:
+    stderr = sandbox.root / "host-stderr.txt"
+    work = sandbox.root / "work"
+    work.mkdir()
+    prompts: list[PromptSeen] = []
+    summaries: list[str] = []
+    with FakeModel(lifetime=timeout * (len(script.actions) + 2)) as model:
+        session: PiSession | None = None
+
+        def start() -> PiSession:
+            s = PiSession(spec.path, sandbox.agent_dir, sandbox.home, work, model.base_url, host=spec.host,
+                          timeout=timeout)
+            s.start(stderr)
+            return s
+
+        try:
+            for action in script.actions:
+                if action.do == SESSION:
+                    if session is not None:
+                        session.end()
+                    session = start()
+                elif action.do == PROMPT:
+                    session = session or start()
+                    model.queue(list(action.turns))
+                    first, seen_before = len(model.requests), len(session.events)
+                    session.prompt(action.text)
+                    prompts.append(PromptSeen(action.text, model.requests[first:]))
+                    summaries += [_summary(e) for e in session.events[seen_before:]
+                                  if e.get("type") in ("compaction_end", "auto_compaction_end")]
+                elif action.do == COMPACT:
+                    session = session or start()
+                    answer = session.compact()
+                    summaries.append(str((answer.get("data") or {}).get("summary", "")))
+                elif action.do == END and session is not None:
+                    session.end()
+                    session = None
+                elif action.do in FILE_ACTIONS:
+                    perform(sandbox, Step(action.do, dict(action.args or {})), lambda: int(time.time() * 1000), 0)
+        finally:
+            if session is not None:
+                session.end()
+        unplayed = model.pending()
+    return Observed(prompts, summaries, stderr.read_text(encoding="utf-8", errors="replace") if stderr.exists() else "",
+                    sandbox.snapshot(), str(sandbox.root), unplayed, _all_tools(model.requests))
+
+
+def _summary(event: dict[str, Any]) -> str:
+    result = event.get("result") or {}
+    return str(result.get("summary", "")) if isinstance(result, dict) else ""
+
+
+def _all_tools(requests: list[Request]) -> list[dict[str, Any]]:
+    scripted = [r for r in requests if r.scripted]
+    return scripted[0].tools if scripted else []
