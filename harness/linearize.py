@@ -14,7 +14,7 @@ state), and bounded in time: running out of budget answers ``unknown``, never a 
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -176,6 +176,7 @@ class _Search(Generic[S]):
     ops: list[Op]
     model: Model[S]
     deadline: float
+    tick: Callable[[int], None] | None = None  # told of every 1024 states explored (progress)
     explored: int = 0
     deepest: S | None = None  # the state after the longest linearized prefix seen
     depth: int = 0  # ops in that prefix
@@ -253,8 +254,11 @@ class _Search(Generic[S]):
             sid, done_ok, _, it = stack[-1]
             for i, where in it:
                 self.explored += 1
-                if self.explored & 1023 == 0 and time.monotonic() > self.deadline:
-                    raise _OutOfBudget
+                if self.explored & 1023 == 0:
+                    if time.monotonic() > self.deadline:
+                        raise _OutOfBudget
+                    if self.tick is not None:
+                        self.tick(1024)
                 nxt = step(sid, i)
                 if nxt < 0:
                     continue
@@ -313,11 +317,13 @@ def check(
     budget_s: float = 10.0,
     partition: bool = True,
     shrink: bool = True,
+    tick: Callable[[int], None] | None = None,
 ) -> LinearizabilityVerdict:
     """Is the history linearizable against ``model``?  ``fail`` ops had no effect.
 
     The verdict is decided within ``budget_s``; a failing history is then shrunk for the
     report within as much again (the verdict stands whatever the shrinking reaches).
+    ``tick(n)``: ``n`` more states explored (a progress line while a long search runs).
     """
     started = time.monotonic()
     deadline = started + budget_s
@@ -325,13 +331,16 @@ def check(
     parts = model.partition(live) if partition else None
     verdict = LinearizabilityVerdict(LINEARIZABLE, parts is not None, parts=len(parts or [live]))
     for part in sorted(parts or [Part(WHOLE, live, model)], key=lambda p: p.key):
-        search = _Search(part.ops, part.model, deadline)
+        search = _Search(part.ops, part.model, deadline, tick)
         try:
             ok = search.run()
         except _OutOfBudget:
             verdict.status = UNKNOWN
             verdict.explored += search.explored
             break
+        finally:
+            if tick is not None:
+                tick(search.explored % 1024)  # the part's states not yet told
         verdict.explored += search.explored
         if not ok:
             verdict.status = NOT_LINEARIZABLE

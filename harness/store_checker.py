@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from . import linearize
 from .history import Op
@@ -186,10 +186,12 @@ def _index_order(ops: list[Op]) -> list[Op] | None:
 
 
 def check(
-    ops: list[Op], *, budget_s: float = 10.0, partition: bool = True, shrink: bool = True
+    ops: list[Op], *, budget_s: float = 10.0, partition: bool = True, shrink: bool = True,
+    tick: Callable[[int], None] | None = None,
 ) -> LinearizabilityVerdict:
-    """Is a store history linearizable?  Partitioned by topic family where families exist."""
-    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink)
+    """Is a store history linearizable?  Partitioned by topic family where families exist;
+    ``tick`` as in ``linearize.check``."""
+    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink, tick=tick)
     if verdict.partitioned and verdict.status != NOT_LINEARIZABLE:
         pair = _index_order([op for op in ops if op.type != "fail"])
         if pair is not None:

@@ -14,13 +14,14 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from .history import History
+from .history import History, Op
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
 from .oracles import interop_checks, kind_model
 from .oracles.findings import HAZARD, VIOLATION, Finding
@@ -81,6 +82,8 @@ class InteropResult:
     duplicated: list[str]
     verdict: LinearizabilityVerdict | None = None
     errors: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds each check after the writers took (``PHASES``), in order."""
 
     @property
     def total_ops(self) -> int:
@@ -158,6 +161,8 @@ def run_writers(
                 if progress is not None:
                     progress(stats)
                 t.join(0.5)
+        if progress is not None:
+            progress(stats)  # the final counts, not the last poll's
         seconds = max(ended, default=started) - started  # the last writer's end, not a poll tick
     finally:
         for d in drivers:
@@ -165,14 +170,16 @@ def run_writers(
     return history, stats, seconds, errors
 
 
-def lost_and_duplicated(history: History, sandbox: Sandbox, shared: bool) -> tuple[list[str], list[str]]:
+def lost_and_duplicated(
+    history: History, sandbox: Sandbox, shared: bool, ops: list[Op] | None = None
+) -> tuple[list[str], list[str]]:
     """Acknowledged appends not reachable *through the index* (a token in an unindexed file
     is lost: no reader finds it), and tokens reachable twice — ``oracles.interop_checks``,
     read from disk.  A token may vanish only under a replace of the same file or a remove
     that could select its entry (not definitely failed, not over before the append began).
     """
     directory = Path(sandbox.shared_dir if shared else sandbox.local_dir)
-    found = interop_checks.lost_writes(history.ops(), [disk_view(directory)])
+    found = interop_checks.lost_writes(history.ops() if ops is None else ops, [disk_view(directory)])
     lost = [f.evidence.removeprefix("acknowledged append ").split(" is not reachable", 1)[0]
             for f in found if f.kind == "lost-write"]
     dup = [f.evidence.removeprefix("acknowledged append ").removesuffix(" in indexed files")
@@ -215,22 +222,64 @@ def interop(
     progress: Callable[[list[WriterStats]], None] | None = None,
     sandbox: Sandbox | None = None,
     topics: tuple[str, ...] = TOPICS,
+    phase: PhaseStart | None = None,
 ) -> InteropResult:
+    """Run the writers, then the checks (``PHASES``), each announced through ``phase``."""
     own = sandbox is None
     sb = sandbox or Sandbox.create()
+    took: dict[str, float] = {}
     try:
         if shared:
             prepare_shared(sb)
         rng = random.Random(seed)
         scripts = [generate_script(rng, f"w{i}", ops, topics) for i in range(writers)]
         history, stats, seconds, errors = run_writers(peers, scripts, sb, timeout=timeout, progress=progress)
-        violations = check_sandbox(sb.root, ALL_CHECKS)
-        lost, dup = lost_and_duplicated(history, sb, shared)
-        verdict = check(history.ops(), budget_s=check_budget)
-        return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors)
+        with timed(PAIRING, len(history.events), phase, took, "events") as tick:
+            paired = history.ops()
+            tick(len(history.events))
+        with timed(STORE, len(paired), phase, took, "ops") as tick:
+            violations = check_sandbox(sb.root, ALL_CHECKS)
+            lost, dup = lost_and_duplicated(history, sb, shared, paired)
+            tick(len(paired))
+        with timed(CHECKER, None, phase, took, "states") as tick:
+            verdict = check(paired, budget_s=check_budget, tick=tick)
+        return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors, took)
     finally:
         if own:
             sb.remove()
+
+
+class Tally(Protocol):
+    """What a phase reports its advance to (``harness.reports.progress.Progress`` is one)."""
+
+    def advance(self, n: int = 1, *, note: str = "") -> None: ...
+
+    def close(self) -> None: ...
+
+
+PhaseStart = Callable[[str, "int | None"], Tally]
+"""Starts showing one phase: its name and how many items it has (None: unknown)."""
+PAIRING, STORE, CHECKER, SAVING = "pairing", "store checks", "linearizability", "history"
+PHASES = (PAIRING, STORE, CHECKER, SAVING)
+"""What runs after the writers, in order: pairing the events into ops, the invariants and
+lost or duplicated writes, the checker, saving the history (``SAVING`` is the command's)."""
+
+
+@contextmanager
+def timed(
+    name: str, total: int | None, phase: PhaseStart | None, took: dict[str, float], unit: str = ""
+) -> Iterator[Callable[[int], None]]:
+    """One phase: shown through ``phase`` while it runs (its ``tick(n)``: ``n`` more
+    ``unit`` done), its seconds put in ``took``: every phase after the writers says it is
+    running (issue 22: a 165 s silence after the last write)."""
+    tally = phase(name, total) if phase is not None else None
+    started = time.monotonic()
+    try:
+        yield (lambda n: tally.advance(n, note=unit)) if tally is not None else (lambda n: None)
+    finally:
+        took[name] = time.monotonic() - started
+        if tally is not None:
+            tally.close()
 
 
 def fresh_history_path(directory: Path = Path("reports")) -> Path:

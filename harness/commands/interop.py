@@ -15,7 +15,16 @@ from ..linearize import UNKNOWN
 from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
 from ..reports.progress import Progress, progress
-from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, findings, fresh_history_path, interop
+from ..writers import (
+    ADVERSARIAL_TOPICS,
+    SAVING,
+    TOPICS,
+    WriterStats,
+    findings,
+    fresh_history_path,
+    interop,
+    timed,
+)
 from .common import (
     add_impl_arguments,
     add_quiet_argument,
@@ -93,17 +102,24 @@ def run(args: argparse.Namespace) -> int:
     history_path: Path = args.history or fresh_history_path()
     run_report = new_report(args, impls)
     with progress("interop", args.writers * args.ops, quiet=args.quiet) as bar:
+
+        def phase(name: str, total: int | None) -> Progress:
+            bar.close()  # the writers are done: each check after them gets its own line
+            return progress(f"interop {name}", total, quiet=args.quiet)
+
         result = interop(
             peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
             timeout=args.timeout, check_budget=args.check_budget, progress=_WriterProgress(bar),
-            topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
+            topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS, phase=phase,
         )
-    result.history.save(history_path)
+        with timed(SAVING, len(result.history.events), phase, result.phases, "events") as tick:
+            result.history.save(history_path, tick)
     print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
     for s in result.stats:
         print(f"{s.name:<6} {s.impl[-40:]:<40} {s.done:>5} {s.ok:>5} {s.busy:>5} {s.info:>5}")
     rate = result.total_ops / result.seconds if result.seconds else 0.0
     print(f"\n{result.total_ops} ops in {result.seconds:.2f} s: {rate:.1f} ops/s, busy share {result.busy_share:.1%}")
+    print("after the writers: " + ", ".join(f"{name} {s:.1f} s" for name, s in result.phases.items()))
     print(f"lost updates: {len(result.lost)}, duplicated updates: {len(result.duplicated)}")
     print(f"invariant violations: {len(result.violations)}")
     verdict = result.verdict
@@ -120,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         "duplicated": len(result.duplicated), "invariant_violations": len(result.violations),
         "checker": verdict.status if verdict else "not run",
         "checker_states": verdict.explored if verdict else 0, "history": str(history_path),
+        "phase_seconds": {name: round(s, 3) for name, s in result.phases.items()},
     }
     print(f"findings: {summary_line(found)}{'; checker: unknown (out of budget)' if unknown else ''}")
     return conclude(args, run_report, found, executed=result.total_ops, unknown=unknown,

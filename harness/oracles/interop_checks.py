@@ -36,6 +36,7 @@ from memconform.reference.text import js_lower, trim
 from . import kind_model
 from .findings import HAZARD, VIOLATION, WEAKNESS, Finding
 from .grammar import frontmatter_name, parse, to_slug
+from .tokens import Tokens
 
 LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow", "kill"})
 """Faults under which SPEC accepts two lock holders (S-INV-9 a, c): a kill leaves a dead
@@ -83,10 +84,6 @@ class StoreView:
         return "\n".join(self.files.get(f, "") for f in seen)
 
 
-def _token_re(token: str) -> re.Pattern[str]:
-    return re.compile(re.escape(token) + r"(?![0-9])")
-
-
 def _is_append(op: OpLike) -> bool:
     return op.op == "write_memory" and op.args.get("mode") != "replace" and op.args.get("overwrite") is not True
 
@@ -104,24 +101,45 @@ def _may_reach(remover: str, topic: str) -> bool:
     return s in low or s in f"{slug}.md"
 
 
-def _excused(op: OpLike, ops: Sequence[OpLike], *, removes: bool = True) -> bool:
-    """A replace of the same file or (``removes``) a remove that can select its entry, not
-    definitely failed and not over before the append began, may have taken the token away.
+class _Excuses:
+    """Which appends a replace of the same file or (``removes``) a remove that can select
+    their entry, not definitely failed and not over before the append began, may have
+    emptied.
 
     A remove only drops the index line (S-REMOVE-4/5, S-INV-4: topic files are never deleted
     or touched), so it can explain a token left in an unindexed file, never a token gone from
-    every file: that only a replace (or a second holder) can do."""
-    low, slug = _names(op.args.get("topic", ""))
-    for o in ops:
-        if o is op or o.type == "fail" or (o.end is not None and o.end < op.start):
-            continue
-        if o.op == "write_memory" and not _is_append(o):
-            if {low, slug} & set(_names(o.args.get("topic", ""))):
-                return True
-        elif (removes and o.op == "remove_memory" and _may_reach(str(o.args.get("topic", "")), str(op.args.get("topic", "")))
-              and (o.type == "info" or kind_model.result_kind(o.result) == "removed")):
+    every file: that only a replace (or a second holder) can do.  Built once per history: each
+    name keeps the latest end of the ops that may empty it (issue 22: one scan of the history
+    per append was quadratic)."""
+
+    def __init__(self, ops: Sequence[OpLike]) -> None:
+        self.replaced: dict[str, float] = {}  # a replaced topic's names -> latest end
+        self.removed: dict[str, float] = {}  # a remove's query -> latest end
+        for o in ops:
+            end = float("inf") if o.end is None else float(o.end)
+            if o.type == "fail":
+                continue
+            if o.op == "write_memory" and not _is_append(o):
+                for name in _names(o.args.get("topic", "")):
+                    self.replaced[name] = max(end, self.replaced.get(name, end))
+            elif o.op == "remove_memory" and (o.type == "info" or kind_model.result_kind(o.result) == "removed"):
+                query = str(o.args.get("topic", ""))
+                self.removed[query] = max(end, self.removed.get(query, end))
+        self._names: dict[str, tuple[str, str]] = {}
+        self._reach: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, op: OpLike, *, removes: bool = True) -> bool:
+        topic = str(op.args.get("topic", ""))
+        names = self._names.get(topic) or self._names.setdefault(topic, _names(topic))
+        if any(self.replaced.get(name, -1.0) >= op.start for name in names):
             return True
-    return False
+        return removes and any(end >= op.start and self._reaches(query, topic) for query, end in self.removed.items())
+
+    def _reaches(self, query: str, topic: str) -> bool:
+        known = self._reach.get((query, topic))
+        if known is None:
+            known = self._reach[(query, topic)] = _may_reach(query, topic)
+        return known
 
 
 KILL_REACH_NS = 20_000_000_000
@@ -177,27 +195,28 @@ def lost_writes(
     """
     impl_of = impl_of or {}
     disk = views[0]
-    texts = [(v, v.reachable()) for v in views]
+    appends = [op for op in ops if op.type == "ok" and _is_append(op) and str(op.args.get("content", ""))]
+    tokens = Tokens(str(op.args["content"]) for op in appends)
+    counts = [(v, tokens.count(v.reachable())) for v in views]
+    in_files = [(f, tokens.count(body)) for f, body in disk.files.items()]
+    excused = _Excuses(ops)
     found: list[Finding] = []
-    for op in ops:
-        if op.type != "ok" or not _is_append(op) or "content" not in op.args:
-            continue
+    for op in appends:
         token = str(op.args["content"])
-        pattern = _token_re(token)
         topic = op.args.get("topic")
         during = overlapping(op.start, op.end, faults)
         severity, clause = _severity(during)
         extra = f"; faults during the op: {_describe_faults(during)}" if during else ""
-        for view, text in texts:
-            count = len(pattern.findall(text))
+        for view, in_view in counts:
+            count = in_view.get(token, 0)
             if count > 1 and view is disk:
                 found.append(Finding("duplicated-write", VIOLATION, clause="S-INV-3", impl=impl_of.get(op.process, ""),
                                      op="write_memory", evidence=f"acknowledged append {op.process}: {topic!r} {token} "
                                      f"×{count} in indexed files{extra}", reproduce=reproduce))
             if count:
                 continue
-            holders = sorted(f for f, body in disk.files.items() if pattern.search(body))
-            if _excused(op, ops, removes=bool(holders) or view is not disk):
+            holders = sorted(f for f, in_file in in_files if token in in_file)
+            if excused(op, removes=bool(holders) or view is not disk):
                 continue
             where = f"in unindexed {', '.join(holders)}" if holders else "in no file"
             reader = "" if view is disk else f" as {view.reader} reads it"

@@ -1,0 +1,132 @@
+"""What runs after the interop writers grows linearly with the history (issue 22 item 6).
+
+``memconform interop --writers 4 --ops 30000`` sat 165 s silent after its writers: the lost-write
+oracle scanned the whole history for an excuse of every append gone from the store (and the
+store for every token).  These tests measure work, not wall time, on synthetic histories of
+``n`` and ``4n`` ops (a 2-core CI box shared with other jobs times nothing reliably): how often
+the oracle touches an op, how many states the checker explores, how many ticks the phases
+report.  Linear work at ``4n`` is about 4 times the work at ``n``; the old oracle's was 16.
+
+The histories are what four writers on one store could have answered: ops linearized in a
+drawn order, each answered with the kind model's result (S-IDX-8, S-WRITE-6/7, S-REMOVE,
+S-PIN), its interval around its linearization point and overlapping its neighbours'.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from memconform.harness.history import History, Op
+from memconform.harness.oracles import kind_model
+from memconform.harness.oracles.interop_checks import StoreView, lost_writes
+from memconform.harness.oracles.tokens import Tokens
+from memconform.harness.store_checker import check
+from memconform.harness.writers import TOPICS, next_op
+
+TEXTS = {
+    "created": 'Created memory topic "{t}" (x.md).', "updated": 'Updated memory topic "{t}" (x.md).',
+    "removed": 'Removed "{t}" from the index.', "not_found": 'No entry found matching "{t}".',
+    "no_index": "No memory index found.", "ambiguous": 'Multiple entries match "{t}".',
+    "pinned_refused": 'Cannot remove "{t}": it is pinned.', "pinned": 'Pinned "{t}".',
+    "unpinned": 'Unpinned "{t}".', "already_pinned": 'Already pinned: "{t}".',
+    "already_unpinned": 'Already unpinned: "{t}".',
+}
+"""A text of each result kind, in the wording ``kind_model.result_kind`` reads back."""
+
+
+class CountedOp(Op):
+    """An op that counts every field read of it: the oracle's work over the history."""
+
+    reads = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("__"):
+            CountedOp.reads += 1
+        return super().__getattribute__(name)
+
+
+def synthetic(n: int, writers: int = 4, seed: int = 1) -> tuple[list[Op], StoreView]:
+    """``n`` ops of ``writers`` processes, their answers, and the store they leave."""
+    rng = random.Random(seed)
+    state = kind_model.State()
+    ops: list[Op] = []
+    free_at = [0] * writers  # a process invokes its next op only after its last returned
+    done = [0] * writers
+    for k in range(n):
+        w = rng.randrange(writers)
+        op, args = next_op(rng, f"w{w}", done[w], TOPICS)
+        done[w] += 1
+        state, kind = kind_model.apply(state, op, args)
+        point = 10 * (k + 1)
+        start = max(point - rng.randrange(10), free_at[w])
+        end = point + rng.randrange(10)
+        free_at[w] = end + 1
+        ops.append(CountedOp(k, f"w{w}", op, args, start, end, "ok", TEXTS[kind].format(t=args["topic"])))
+    files = {f: "\n".join(t.sections) for f, t in state.files}
+    index = "# Memory Index\n\n" + "".join(f"- [{e.name}]({e.filename}) 2026-08-07 -- {e.summary}\n" for e in state.index)
+    return ops, StoreView("disk", index, files)
+
+
+def _reads(n: int) -> int:
+    ops, view = synthetic(n)
+    CountedOp.reads = 0
+    assert lost_writes(ops, [view]) == []  # a serial store loses nothing: the oracle agrees
+    return CountedOp.reads
+
+
+def test_s_inv_3_the_lost_write_oracle_reads_the_history_a_linear_number_of_times() -> None:
+    small, large = _reads(1_000), _reads(4_000)
+    assert small > 1_000  # it looked at every op at least once
+    assert large / small < 5.0, f"{small} reads for 1,000 ops, {large} for 4,000: not linear"
+
+
+def _explored(n: int) -> tuple[int, int]:
+    ops, _ = synthetic(n)
+    ticks: list[int] = []
+    verdict = check(ops, budget_s=120, tick=ticks.append)
+    assert verdict.status == "linearizable", verdict.summary()
+    return verdict.explored, sum(ticks)
+
+
+def test_the_checker_explores_a_linear_number_of_states_and_ticks_them() -> None:
+    (small, small_ticks), (large, large_ticks) = _explored(500), _explored(2_000)
+    assert large / small < 5.0, f"{small} states for 500 ops, {large} for 2,000"
+    assert (small_ticks, large_ticks) == (small, large)  # every state explored is told
+
+
+def test_history_save_ticks_every_event(tmp_path: Any) -> None:
+    h = History()
+    for i in range(25_001):
+        h.record("w0", "invoke" if i % 2 == 0 else "ok", "write_memory", {"topic": "A", "content": f"tok-{i}"})
+    ticks: list[int] = []
+    h.save(tmp_path / "h.jsonl", ticks.append)
+    assert sum(ticks) == 25_001 and ticks[:2] == [10_000, 10_000]
+    assert History.load(tmp_path / "h.jsonl").events == h.events
+
+
+tokens_ = st.text("tok-w0123456789ab", min_size=1, max_size=8)
+
+
+@settings(print_blob=True, deadline=None, max_examples=300, database=None)
+@given(st.text("tok-w0123456789ab\n", max_size=120), st.lists(tokens_, max_size=8))
+@example("tok-w1-50 tok-w1-5 tok-w1-5x aaa", ["tok-w1-5", "tok-w1-50", "aa"])
+def test_tokens_count_as_findall_does(text: str, tokens: list[str]) -> None:
+    """One pass over the text counts each token as ``findall(token + "(?![0-9])")`` does:
+    not followed by a digit (``tok-w1-5`` is not in ``tok-w1-50``), non-overlapping."""
+    found = Tokens(tokens).count(text)
+    for token in tokens:
+        expected = len(re.findall(re.escape(token) + r"(?![0-9])", text))
+        assert found.get(token, 0) == expected, (token, text)
+
+
+def test_tokens_with_many_prefixes_count_the_same() -> None:
+    tokens = [f"{a}{b}-{i}" for a in "abcdefghij" for b in "abcdefghij" for i in range(3)]  # 100 prefixes
+    text = " ".join(tokens[::7]) + " " + tokens[3] + "9 " + tokens[3]
+    found = Tokens(tokens).count(text)
+    assert found == {t: len(re.findall(re.escape(t) + r"(?![0-9])", text)) for t in tokens if t in found}
+    assert found[tokens[3]] == 1 and len(found) == len(set(tokens[::7]) | {tokens[3]})
