@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import actions
-from .oracles import coexist
+from .oracles import coexist, lock_leftover
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import HAZARD, Finding
+from .oracles.shared_checks import carry_placeholders
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .runner import Outcome
 from .sandbox import Sandbox, snapshot
@@ -108,7 +109,7 @@ class CrossWorker:
         sandbox = Sandbox.create()
         drivers: dict[str, Driver] = {}
         try:
-            sc = scenario.bind(sandbox.placeholders())
+            sc = scenario.bind({**sandbox.placeholders(), **carry_placeholders(CARRY_A=self.pair.a.kind, CARRY_B=self.pair.b.kind)})
             actions.place_given(sandbox, sc.given)
             before = snapshot(sandbox.root)
             env = sandbox.env(sc.clock.tz)
@@ -164,9 +165,12 @@ class CrossWorker:
                 outcome.answers.append(None)
                 continue
             pre_store = store_files(snapshot(sandbox.root))
+            locks = lock_leftover.lock_files(sandbox.root)
             t0 = time.monotonic()
             answer = driver.call(step.op, step.args, timeout=step.timeout)
             elapsed = time.monotonic() - t0
+            outcome.failures += [Failure(f"step {i} ({step.op} by {role})", "no lock of its own left (S-LOCK-5)", f.path,
+                                         f.evidence) for f in lock_leftover.check(sandbox.root, locks, {driver.pid}, op=step.op)]
             outcome.op_seconds += elapsed
             outcome.answers.append(answer)
             impl = str(driver.hello.get("impl", driver.spec.kind))

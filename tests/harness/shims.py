@@ -35,3 +35,12 @@ def failures(path: Path, spec: PeerSpec = PYTHON) -> list[str]:
         worker.close()
     assert outcome.status in ("pass", "fail"), (outcome.status, outcome.reason)
     return [f.render() for f in outcome.failures]
+
+
+def cross_failures(path: Path, a: PeerSpec = PYTHON, b: PeerSpec = PYTHON) -> list[str]:
+    """The rendered failures of one cross sequence on the pair ``a``/``b``."""
+    from memconform.harness.cross import CrossWorker, Pair
+
+    outcome = CrossWorker(Pair(a, b)).run(load_file(path))
+    assert outcome.status in ("pass", "fail"), (outcome.status, outcome.reason)
+    return [f.render() for f in outcome.failures]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .shims import failures, plant
+from .shims import cross_failures, failures, plant
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "scenarios/conformance/shared-store/carry-over"
@@ -51,3 +51,20 @@ def test_ss_carry_scenarios_fail_on_a_broken_carry_over(defect: str, tmp_path: P
     plant(tmp_path, monkeypatch, code)
     for name in caught_by:
         assert failures(CORPUS / f"{name}.json"), f"{defect} passes {name}"
+
+
+CROSS = ROOT / "scenarios/cross"
+# Two reference drivers share one local store and sentinel, so the second never carries over:
+# the cross sequences on tombstones (removal-by-*-not-carried-back-by-*) bite only on a pair of
+# different tools (pi + OpenCode); on the reference pair they are shown through the lock.
+CROSS_CAUGHT = {"lock-ignored": "lock-of-a-defers-carry-over-by-b",
+                "no-suffixed-copy": "lock-of-b-defers-carry-over-by-a-then-completes"}
+
+
+@pytest.mark.parametrize("defect", sorted(CROSS_CAUGHT))
+def test_ss_carry_cross_sequences_catch_a_broken_carry_over(defect: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = CROSS / f"{CROSS_CAUGHT[defect]}.json"
+    assert cross_failures(path) == []
+    plant(tmp_path, monkeypatch, BROKEN[defect][0])
+    assert cross_failures(path), f"{defect} passes {path.name}"

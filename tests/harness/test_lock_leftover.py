@@ -15,7 +15,7 @@ from memconform.harness.locks import Cell, run_cell
 from memconform.harness.oracles.findings import VIOLATION
 from memconform.harness.oracles.lock_leftover import KIND, findings, leftovers, lock_files, lock_pid
 
-from .shims import PYTHON, failures, plant
+from .shims import PYTHON, cross_failures, failures, plant
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_RELEASE = (
@@ -86,3 +86,8 @@ def test_s_lock_5_the_runner_fails_a_scenario_whose_op_keeps_its_lock(leaky: Non
 
 def test_s_lock_5_the_runner_passes_the_reference() -> None:
     assert failures(SCENARIO) == []
+
+
+def test_s_lock_5_the_cross_runner_names_the_role_that_kept_its_lock(leaky: None) -> None:
+    found = cross_failures(ROOT / "scenarios/cross/read-back-by-b.json")
+    assert any("no lock of its own left (S-LOCK-5)" in f for f in found), found
