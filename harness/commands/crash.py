@@ -27,6 +27,7 @@ from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_l
 from ..peers import PeerSpec, preflight
 from ..regressions import export
 from ..reports import envelope
+from ..reports.progress import progress
 from ..scenarios import ScenarioError, content_bytes, load_file
 from .common import (
     add_impl_arguments,
@@ -34,6 +35,7 @@ from .common import (
     export_dir,
     fail_on_hazard,
     positive_int,
+    quiet,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +62,13 @@ def points_arg(text: str) -> str:
     return text
 
 
+def topics_arg(text: str) -> int:
+    """2 or 3: the alphabet grows by 5 ops a topic, the sequences by its power (issue 22)."""
+    if text.strip() not in ("2", "3"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give 2 or 3 topics")
+    return int(text)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_impl_arguments(p)
     add_report_arguments(p)
@@ -75,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parallel", type=positive_int, default=1, help="cases run at once (one sandbox each)")
     p.add_argument("--explore", action="store_true", help="in-process explorer of the reference (no processes)")
     p.add_argument("--exhaustive", action="store_true", help="explorer: every sequence of <= --max-ops ops")
-    p.add_argument("--topics", type=positive_int, default=2, help="exhaustive: number of topics (2-3)")
+    p.add_argument("--topics", type=topics_arg, default=2, help="exhaustive: number of topics (2-3)")
     p.add_argument("--max-ops", type=positive_int, default=3, help="exhaustive: longest sequence")
     p.add_argument("--models", default=None,
                    help=f"persistence models: explorer {','.join(MODELS)} (default all); "
@@ -175,16 +184,19 @@ def _explore(args: argparse.Namespace, cases: list[OpCase], impl: str, reproduce
     if unknown:
         raise UsageError(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(MODELS)}")
     from ..faults.campaigns import fault_case
-    from ..faults.explorer import Explorer
+    from ..faults.explorer import Explorer, exhaustive_size
 
-    ex = Explorer(recover=not args.no_recover, models=models)
+    total = exhaustive_size(args.topics, args.max_ops) if args.exhaustive else len(cases)
+    with progress("crash explore", total, quiet=quiet(args)) as bar:
+        ex = Explorer(recover=not args.no_recover, models=models, advance=bar.advance)
+        if args.exhaustive:
+            result = ex.exhaustive(topics=args.topics, max_ops=args.max_ops)
+        else:
+            for case in cases:
+                ex.explore_case(case)
+            result = ex.result
     if args.exhaustive:
-        result = ex.exhaustive(topics=args.topics, max_ops=args.max_ops)
         print(f"bounded exhaustive: {args.topics} topics, sequences of <= {args.max_ops} ops")
-    else:
-        for case in cases:
-            ex.explore_case(case)
-        result = ex.result
     print(result.render())
     findings = _explorer_findings(result, impl, reproduce)
     executed = result.states
@@ -258,12 +270,16 @@ def _run(args: argparse.Namespace) -> int:
     only: Callable[[int, Any], bool] | None = _points(args.points)
 
     def one(case: OpCase) -> CaseReport:
+        def tick(n: int) -> None:
+            bar.advance(n, note=case.name)
+
         if args.errors:
             errnos = tuple(args.errno) or tuple(ERRNOS)
-            return error_runs(spec, case, errnos=errnos, only=only, timeout=args.timeout)
-        return crash_runs(spec, case, only=only, timeout=args.timeout, with_recovery=not args.no_recover)
+            return error_runs(spec, case, errnos=errnos, only=only, timeout=args.timeout, advance=tick)
+        return crash_runs(spec, case, only=only, timeout=args.timeout, with_recovery=not args.no_recover, advance=tick)
 
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+    with progress(f"crash points ({len(cases)} op cases)", None, quiet=quiet(args)) as bar, \
+            ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         reports = list(pool.map(one, cases))
     runs = sum(len(r.points) for r in reports)
     for r in reports:

@@ -338,8 +338,10 @@ def crash_runs(
     only: Only | None = None,
     timeout: float = 15.0,
     with_recovery: bool = True,
+    advance: Callable[[int], None] | None = None,
 ) -> CaseReport:
-    """Kill the op at each store-touching call, check the crash state, then recover."""
+    """Kill the op at each store-touching call, check the crash state, then recover;
+    ``advance(1)`` after each point (a progress line: a case may take half a minute)."""
     with _campaign(spec, case, "kill", sandbox, timeout) as (sb, en, report):
         published = published_versions(en.before, en.after)
         root = str(sb.root)
@@ -355,6 +357,8 @@ def crash_runs(
                 point.outage = measure_outage(spec, sb, memo, f"left by a kill at {name}", timeout=timeout)
                 point.recovery = recover(spec, sb, case, en.before, timeout=timeout)
             report.points.append(point)
+            if advance is not None:
+                advance(1)
     return report
 
 
@@ -366,8 +370,10 @@ def error_runs(
     sandbox: Sandbox | None = None,
     only: Only | None = None,
     timeout: float = 15.0,
+    advance: Callable[[int], None] | None = None,
 ) -> CaseReport:
-    """Fail each store-touching call with each errno; the op must fail and roll back."""
+    """Fail each store-touching call with each errno; the op must fail and roll back;
+    ``advance(1)`` after each point and errno."""
     with _campaign(spec, case, "errors", sandbox, timeout) as (sb, en, report):
         root = str(sb.root)
         memo: dict[tuple[tuple[str, str], ...], float | None] = {}
@@ -389,6 +395,8 @@ def error_runs(
                               inject=injectable(i, en.calls, root), left=run.state)
                 point.outage = measure_outage(spec, sb, memo, how, timeout=timeout)
                 report.points.append(point)
+                if advance is not None:
+                    advance(1)
     return report
 
 

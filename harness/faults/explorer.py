@@ -161,9 +161,12 @@ class Explorer:
     aged 11 s, C-4) that runs the case's recovery op; the settled store is checked as well.
     """
 
-    def __init__(self, *, recover: bool = True, models: Sequence[str] = MODELS) -> None:
+    def __init__(
+        self, *, recover: bool = True, models: Sequence[str] = MODELS, advance: Callable[[int], None] | None = None
+    ) -> None:
         self.recover = recover
         self.models = tuple(models)
+        self.advance = advance  # told of each op case or sequence explored (a progress line)
         self.result = Exploration({m: ModelStats() for m in self.models})
         self._seen: dict[str, set[int]] = {m: set() for m in self.models}
 
@@ -307,6 +310,8 @@ class Explorer:
         self.result.sequences += 1
         self.explore(rec, case.intent, case.recovery(), case.name)
         self.result.seconds += time.perf_counter() - started
+        if self.advance is not None:
+            self.advance(1)
         return self.result
 
     def exhaustive(self, topics: int = 2, max_ops: int = 3, starts: Sequence[str] | None = None) -> Exploration:
@@ -342,8 +347,9 @@ class Explorer:
             rec = Recording(start, child.effects, child.calls, child.effect_call, first, result)
             self.result.sequences += 1
             self.explore(rec, sop.intent, sop.recovery, f"[{name}] " + " ; ".join([*done, sop.label]))
+            if self.advance is not None:
+                self.advance(1)
             self._dfs(child, clock, start, alphabet, [*done, sop.label], depth - 1, name)
-
 
 
 # --- the bounded-exhaustive alphabet ---------------------------------------------------------
@@ -364,6 +370,17 @@ class SeqOp:
 
 def _enable_shared(fs: MemFs) -> None:
     fs.put("agent/memory.jsonc", SHARED_CFG.encode())
+
+
+def exhaustive_size(topics: int, max_ops: int, starts: int = 0) -> int:
+    """How many sequences ``Explorer.exhaustive`` explores (its progress total): every
+    sequence of 1 to ``max_ops`` letters of the alphabet, from each start state."""
+    letters = len(sequence_alphabet([chr(ord("A") + i) for i in range(topics)]))
+    per_start, sequences_of_d = 0, 1
+    for _ in range(max_ops):
+        sequences_of_d *= letters
+        per_start += sequences_of_d
+    return (starts or len(START_STATES)) * per_start
 
 
 def sequence_alphabet(topics: Sequence[str]) -> list[SeqOp]:

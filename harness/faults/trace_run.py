@@ -101,15 +101,17 @@ def run_traced(
     traces, camp.record_seconds = record_cases(spec, list(cases), timeout=timeout)
     by_name = {c.name: c for c in cases}
     t0 = time.perf_counter()
-    for trace in traces:
-        if trace.error or trace.answer is None:
-            camp.failed.append(trace)
-            continue
-        if not trace.answer.ok and (trace.answer.error or {}).get("kind") == "unsupported":
-            trace.error = f"the implementation has no {by_name[trace.name].op}: {(trace.answer.error or {}).get('message')}"
-            camp.failed.append(trace)
-            continue
-        camp.checks.append(check_trace(trace, by_name[trace.name].intent, models, impl, granularity=granularity))
+    with progress(f"{impl}: crash states of each op", len(traces), quiet=quiet) as bar:
+        for trace in traces:
+            bar.advance(0, note=trace.name)
+            if trace.error or trace.answer is None:
+                camp.failed.append(trace)
+            elif not trace.answer.ok and (trace.answer.error or {}).get("kind") == "unsupported":
+                trace.error = f"the implementation has no {by_name[trace.name].op}: {(trace.answer.error or {}).get('message')}"
+                camp.failed.append(trace)
+            else:
+                camp.checks.append(check_trace(trace, by_name[trace.name].intent, models, impl, granularity=granularity))
+            bar.advance(1)
     camp.check_seconds = time.perf_counter() - t0
     if recover:
         jobs = [(by_name[c.name], cs) for c in camp.checks for cs in c.distinct.values()]
