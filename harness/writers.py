@@ -16,11 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import carry_race
 from .history import History, Op
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
 from .oracles import interop_checks, kind_model
@@ -84,6 +85,7 @@ class InteropResult:
     errors: list[str] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds each check after the writers took (``PHASES``), in order."""
+    carried: list[Finding] = field(default_factory=list)  # carry-over racing the writers (carry_race)
 
     @property
     def total_ops(self) -> int:
@@ -223,6 +225,7 @@ def interop(
     sandbox: Sandbox | None = None,
     topics: tuple[str, ...] = TOPICS,
     phase: PhaseStart | None = None,
+    carry_over: bool = False,
 ) -> InteropResult:
     """Run the writers, then the checks (``PHASES``), each announced through ``phase``."""
     own = sandbox is None
@@ -231,6 +234,7 @@ def interop(
     try:
         if shared:
             prepare_shared(sb)
+        tokens = carry_race.seed_locals(sb) if carry_over and shared else {}
         rng = random.Random(seed)
         scripts = [generate_script(rng, f"w{i}", ops, topics) for i in range(writers)]
         history, stats, seconds, errors = run_writers(peers, scripts, sb, timeout=timeout, progress=progress)
@@ -240,10 +244,11 @@ def interop(
         with timed(STORE, len(paired), phase, took, "ops") as tick:
             violations = check_sandbox(sb.root, ALL_CHECKS)
             lost, dup = lost_and_duplicated(history, sb, shared, paired)
+            carried = carry_race.findings(disk_view(Path(sb.shared_dir)), tokens) if tokens else []
             tick(len(paired))
         with timed(CHECKER, None, phase, took, "states") as tick:
             verdict = check(paired, budget_s=check_budget, tick=tick)
-        return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors, took)
+        return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors, took, carried)
     finally:
         if own:
             sb.remove()
@@ -314,6 +319,7 @@ def findings(result: InteropResult, labels: Mapping[str, str], reproduce: str = 
         for item in items:
             found.append(Finding(kind, VIOLATION, clause="S-INV-3", impl=impl_of(item), op="write_memory",
                                  evidence=f"acknowledged append {item}", reproduce=reproduce))
+    found += [replace(f, impl=f.impl or everyone, reproduce=reproduce) for f in result.carried]
     for v in result.violations:
         found.append(Finding("invariant", VIOLATION, clause=v.clause, impl=everyone, path=v.path,
                              evidence=v.message, reproduce=reproduce))

@@ -26,6 +26,7 @@ from ..writers import (
     timed,
 )
 from .common import (
+    SetupError,
     add_impl_arguments,
     add_quiet_argument,
     add_report_arguments,
@@ -50,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared", action="store_true", help="write the shared store (~/.agents/memory)")
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--adversarial", action="store_true", help="case variants and slug collisions")
+    p.add_argument("--carry-over", action="store_true",
+                   help="with --shared: seeded local stores, so each fresh writer's carry-over races the others' writes")
     p.add_argument("--check-budget", type=positive_float, default=10.0, help="linearizability budget (s)")
     p.add_argument(
         "--history", type=Path, metavar="PATH",
@@ -87,12 +90,14 @@ class _WriterProgress:
 def _reproduce(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
     parts = ["memconform interop", *(f"--impl {p.name}" for p in peers),
              f"--writers {args.writers} --ops {args.ops} --seed {args.seed}"]
-    parts += [flag for flag, on in (("--shared", args.shared), ("--adversarial", args.adversarial)) if on]
+    parts += [flag for flag, on in (("--shared", args.shared), ("--adversarial", args.adversarial), ("--carry-over", args.carry_over)) if on]
     return " ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
     peers = list(dict.fromkeys(PeerSpec.parse(i) for i in (args.impl or ["python"])))
+    if args.carry_over and (not args.shared or args.nemesis is not None):
+        raise SetupError("--carry-over races carry-over into the shared store: it needs --shared and no --nemesis")
     if args.nemesis is not None:
         from ..interleave.cli import run_with_nemesis
 
@@ -110,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         result = interop(
             peers, writers=args.writers, ops=args.ops, shared=args.shared, seed=args.seed,
             timeout=args.timeout, check_budget=args.check_budget, progress=_WriterProgress(bar),
-            topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS, phase=phase,
+            topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS, phase=phase, carry_over=args.carry_over,
         )
         with timed(SAVING, len(result.history.events), phase, result.phases, "events") as tick:
             result.history.save(history_path, tick)
