@@ -248,6 +248,8 @@ def _check_dir(
             regular_before = _is_regular_content(before.get(f"{d}/{fname}"))
             if regular_before and not intent.may_remove(fname):
                 v.findings.append(CrashFinding("S-INV-8", "lost-entry", idx_rel, f"{fname} lost its index entry", cross))
+        v.findings += [CrashFinding("S-INV-7", "removal-unrecorded", idx_rel, detail, cross)
+                       for detail in _unrecorded(d, state, indexed_old - indexed_now, tomb_now, intent)]
     for fname in sorted(intent.writes):
         topic_rel = f"{d}/{fname}"
         now_topic, old_topic = state.get(topic_rel), before.get(topic_rel)
@@ -266,6 +268,18 @@ def _check_dir(
         changed = any(state.get(r) != before.get(r) for r in state if r.startswith(d + "/") and not is_temp(r) and not is_lock(r))
         if changed and local is not None and f"{local}/{SENTINEL}" not in state:
             v.allowed.add("8.4 partial carry-over")
+
+
+def _unrecorded(d: str, state: Mapping[str, bytes], dropped: set[str], tombstoned: set[str], intent: Intent) -> list[str]:
+    """Removed topics of the shared store that are neither indexed nor tombstoned (S-INV-7,
+    S-INV-8 3: the tombstone comes first): their file is still there, so repair or another
+    tool's carry-over (S-TOMB-5, S-MIGRATE-3) brings back a topic the user removed."""
+    if d != SHARED_REL:
+        return []
+    return [f"{fname} left the index without a tombstone: its file remains, so repair or another tool's "
+            "carry-over brings the removed topic back"
+            for fname in sorted(dropped)
+            if intent.may_remove(fname) and fname not in tombstoned and _is_regular_content(state.get(f"{d}/{fname}"))]
 
 
 def check_settled_state(
@@ -308,6 +322,9 @@ def check_settled_state(
         for fname in sorted(old_set - set(idx.counts)):
             if _is_regular_content(before.get(f"{d}/{fname}")) and not intent.may_remove(fname):
                 out.append(CrashFinding("S-INV-8", "lost-entry", f"{d}/{INDEX_NAME}", f"{fname} lost its index entry"))
+        tomb_now = _tombstones(state.get(f"{d}/{TOMBSTONES}"))
+        out += [CrashFinding("S-INV-7", "removal-unrecorded", f"{d}/{INDEX_NAME}", detail)
+                for detail in _unrecorded(d, state, old_set - set(idx.counts), tomb_now, intent)]
     for rel, data in before.items():
         parent, _, name = rel.rpartition("/")
         is_topic = parent in STORE_DIRS and name.lower().endswith(".md") and name != INDEX_NAME
