@@ -13,10 +13,8 @@ cite files, clause ids and sections, and a reader who follows one must find it.
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
-import tokenize
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -48,6 +46,7 @@ SECTION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[A-Z][A-Z_]+(?:\.md)?)(?: §| s
 SCENARIO_REF = re.compile(r"scenarios? ((?:`[\w/-]+/[\w-]+`(?:, )?)+)")
 HEADING = re.compile(r"^#{1,3} (?:Appendix )?(\d+)\b", re.M)
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+COMMENT = re.compile(r"(?:^|(?<=\s))#[^\n]*", re.M)  # (also a " #" inside a string: more text checked, not less)
 
 
 def scanned() -> Iterator[Path]:
@@ -79,13 +78,16 @@ def texts() -> dict[str, str]:
     return out
 
 
+def docstrings(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        yield ast.get_docstring(node) or ""
+        for child in node.body:
+            yield from docstrings(child)
+
+
 def prose_of_test(source: str) -> str:
-    """A test module's docstrings and comments: its string literals are test data."""
-    docs = [ast.get_docstring(node) or "" for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)]
-    comments = [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT]
-    return "\n".join(docs + comments)
+    """A test module's docstrings and comments: its other string literals are test data."""
+    return "\n".join([*docstrings(ast.parse(source)), *COMMENT.findall(source)])
 
 
 @cache
@@ -195,3 +197,9 @@ def test_a_dangling_citation_is_caught(bad: str) -> None:
 ])
 def test_a_resolving_citation_passes(good: str) -> None:
     assert problems_in("README.md", good) == []
+
+
+def test_a_test_module_is_read_for_its_prose_not_its_data() -> None:
+    source = 'DATA = "S-NOPE-1"  # see DESIGN.md §5\n\n\ndef test_x() -> None:\n    """Per S-WRITE-99."""\n'
+    prose = prose_of_test(source)
+    assert "DESIGN.md §5" in prose and "S-WRITE-99" in prose and "S-NOPE-1" not in prose
