@@ -10,7 +10,7 @@ multi-process, a dashboard) or plain pytest can run them::
 ``MEMCONFORM_IMPL`` names the implementation (as ``--impl``; default ``python``); machines
 that cannot drive it are skipped with ``bind``'s one-line reason.  ``MEMCONFORM_HYPOTHESIS_DB``
 names the example database every job shares: a directory (on shared storage) or a
-``redis://host:port/db`` URL (``pip install 'memconform[campaign]'``), so a failure found by
+``redis://host:port/db`` URL (the wheel's ``campaign`` extra, docs/ci.md), so a failure found by
 any job replays in every job and in ``pytest`` runs of this module.  Failures are exported as
 regression scenarios under ``MEMCONFORM_EXPORT_DIR`` (default: a temp dir), as ``fuzz`` does.
 Importing this module loads a Hypothesis profile and pins TZ/umask for the process: collect
