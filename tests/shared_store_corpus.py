@@ -626,6 +626,75 @@ carry("parent-entry-never-followed", ["SS-CARRY-5", "SS-NAME-1", "S-MIGRATE-3", 
       outside={"agent/up.md": SECRET, "home/.config/opencode/up.md": SECRET})
 
 
+# ---------------------------------------------------------------- reads never leave the store (issue 25 item 5)
+# A symlinked index, topic or removal list whose target outside the store holds recognisable
+# text, and an index line naming ``../up.md`` whose outside target exists: no reading op of any
+# tool returns that text, no later write copies it in, and the outside file never changes.
+OUTSIDE = "home/outside/"
+LEAK = "OUTSIDE-SECRET-7f3a"
+READS = {
+    "read-index": ("read_index", {"maxLines": 300}), "index-entries": ("index_entries", {}),
+    "get-memory-index": ("get_memory_index", {}), "search": ("search", {"query": LEAK}),
+    "topic-content": ("topic_content", {"filename": "linked.md"}),
+    "injection": ("system_transform", {}), "compaction-context": ("compacting_context", {}),
+}
+LINKED_IDX = HEAD + entry("Linked", "linked.md", "linked", OLD) + "\n" + entry("Kept", "kept.md", "kept", OLD)
+KEPT = fm("Kept", "kept", "\nkept body\n", OLD, OLD)
+OUTSIDE_INDEX = HEAD + entry("Secret", "kept.md", LEAK, OLD) + "\n"
+OUTSIDE_TOPIC = fm("Linked", LEAK, f"\n{LEAK} body\n", OLD, OLD)
+
+
+def never_read(step: dict[str, Any]) -> dict[str, Any]:
+    return {**step, "expect": {"result_excludes": [LEAK]}}
+
+
+for rname, (rop, rargs) in READS.items():
+    add(f"reads/symlinked-index-not-followed-by-{rname}", ["SS-IO-3", "SS-IO-2", "S-IO-2", "S-IO-3", "PEER-4"],
+        "An index that is a symlink to a file outside the store is never read: its text reaches no result, and a later "
+        "write fails with the store and the outside file unchanged.",
+        {"kept.md": KEPT}, [never_read({"op": rop, "args": rargs}), write("Fresh", "fresh", "fresh", "error")],
+        {"kept.md": KEPT}, present=("MEMORY.md",), extra_given={OUTSIDE + "index.md": OUTSIDE_INDEX})
+    SCENARIOS[-1]["given"]["symlinks"] = {D + "MEMORY.md": "${ROOT}/" + OUTSIDE + "index.md"}
+    SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + "index.md"]
+    add(f"reads/symlinked-topic-not-followed-by-{rname}", ["SS-IO-3", "SS-IDX-5", "S-IO-1", "S-IO-3", "S-IDX-5", "PEER-4"],
+        "An indexed topic that is a symlink to a file outside the store is never read: its text reaches no result; "
+        "the next write drops the entry as naming no regular file and never copies the text in.",
+        {"MEMORY.md": LINKED_IDX, "kept.md": KEPT}, [never_read({"op": rop, "args": rargs}), write("Fresh", "fresh", "fresh")],
+        {"MEMORY.md": HEAD + entry("Kept", "kept.md", "kept", OLD) + "\n" + FRESH_LINE, "kept.md": KEPT, "fresh.md": FRESH_FILE},
+        present=("linked.md",), extra_given={OUTSIDE + "topic.md": OUTSIDE_TOPIC})
+    SCENARIOS[-1]["given"]["symlinks"] = {D + "linked.md": "${ROOT}/" + OUTSIDE + "topic.md"}
+    SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + "topic.md"]
+for oname, step in {"write": write("Fresh", "fresh", "fresh", ["error"]), "remove": op("remove_memory", ["error"], topic="Kept"),
+                    "repair": op("repair_memory", ["error", "ok"])}.items():
+    add(f"reads/symlinked-removal-list-not-followed-by-{oname}", ["SS-IO-3", "SS-IO-2", "SS-TOMB-4", "S-IO-2", "S-WRITE-12", "PEER-4", "PEER-6"],
+        "A removal list that is a symlink to a file outside the store is never read nor written through: the op fails "
+        "(or, repair, indexes nothing the outside list names) and the store and the outside file stay as they were.",
+        {"MEMORY.md": HEAD + entry("Kept", "kept.md", "kept", OLD), "kept.md": KEPT, "lost.md": fm("Lost", LEAK, "\nlost\n", OLD, OLD)},
+        [step], {"MEMORY.md": HEAD + entry("Kept", "kept.md", "kept", OLD), "kept.md": KEPT, "lost.md": fm("Lost", LEAK, "\nlost\n", OLD, OLD)},
+        present=(".ocl-removed",), extra_given={OUTSIDE + "removed": "kept.md\n"})
+    SCENARIOS[-1]["given"]["symlinks"] = {D + ".ocl-removed": "${ROOT}/" + OUTSIDE + "removed"}
+    SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + "removed"]
+    if oname == "repair":  # repair may index lost.md (untombstoned here): the index is the tool's
+        SCENARIOS[-1]["then"]["store"].pop(D + "MEMORY.md")
+        SCENARIOS[-1]["then"]["ignore"] = [{"path": D + "MEMORY.md", "reason": "repair may index lost.md (PEER-16)"}]
+UP = "- [Up](../up.md) " + OLD + " -- escape"
+UP_IDX = HEAD + UP + "\n" + entry("Kept", "kept.md", "kept", OLD)
+for oname, (step, after) in {
+    "write": (write("Up", "mine", "mine"), {"MEMORY.md": UP_IDX + "\n" + entry("Up", "up.md", "mine"), "up.md": fm("Up", "mine", "\nmine\n")}),
+    "pin": (op("pin_memory", "not-found", topic="Up", pin=True), {"MEMORY.md": UP_IDX}),
+    "remove": (op("remove_memory", "not-found", topic="Up"), {"MEMORY.md": UP_IDX}),
+    "repair": (op("repair_memory", "ok"), {"MEMORY.md": UP_IDX}),
+    "search": (never_read({"op": "search", "args": {"query": LEAK}}), {"MEMORY.md": UP_IDX}),
+    "topic-content": (never_read({"op": "topic_content", "args": {"filename": "../up.md"}}), {"MEMORY.md": UP_IDX}),
+    "injection": (never_read({"op": "system_transform", "args": {}}), {"MEMORY.md": UP_IDX}),
+}.items():
+    add(f"reads/parent-entry-never-followed-by-{oname}", ["SS-NAME-1", "SS-IDX-2", "S-FMT-7", "S-IDX-1"],
+        "An index line naming `../up.md`, whose target outside the store exists with recognisable text, is ordinary text: "
+        "the outside file is never read, indexed or changed; a topic `Up` is a new file in the store.",
+        {"MEMORY.md": UP_IDX, "kept.md": KEPT}, [step], {**after, "kept.md": KEPT}, extra_given={"home/.agents/up.md": SECRET})
+    SCENARIOS[-1]["then"]["unchanged"] = ["home/.agents/up.md"]
+
+
 def main() -> int:
     if OUT.exists():
         shutil.rmtree(OUT)
