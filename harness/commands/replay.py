@@ -6,7 +6,9 @@ every command (a failing scenario a ``deviation`` violation, a hazard shown and 
 
 A nemesis regression (``*.nemesis.jsonl``, ``harness.interleave.export``) re-runs its recorded
 schedule ``--runs`` times against the recorded implementations (or ``--nemesis-impl``) and
-says "reproduced k of n runs"; the finding stands when k > 0.
+says "reproduced k of n runs"; the finding stands when k > 0.  A race regression
+(``*.race.jsonl``, ``harness.interleave.race_files``) enforces its recorded schedule the same
+way, on the implementations ``--impl`` names (repeatable).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ HELP = "replay scenario files (e.g. a shrunk regression) on an implementation"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_impl_arguments(p)
+    add_impl_arguments(p, many=True)
     add_report_arguments(p)
     p.add_argument("--strict", action="store_true", help="also compare error message texts")
     p.add_argument("--runs", type=positive_int, default=3, help="nemesis regressions: how many re-runs (default 3)")
@@ -58,6 +60,13 @@ def load(files: list[Path]) -> list[Scenario]:
 
 
 def run(args: argparse.Namespace) -> int:
+    races = [f for f in args.files if f.name.endswith(".race.jsonl")]
+    if races:
+        if len(races) < len(args.files):
+            raise SetupError("give scenario files or race regressions (*.race.jsonl), not both at once")
+        from ..interleave.replay import run_race_replay
+
+        return run_race_replay(args, races)
     nemesis = [f for f in args.files if f.name.endswith(".nemesis.jsonl")]
     if nemesis:
         if len(nemesis) < len(args.files):
@@ -65,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from ..interleave.replay import run_nemesis_replay
 
         return run_nemesis_replay(args, nemesis)
-    spec = PeerSpec.parse(args.impl)
+    if len(args.impl) > 1:
+        raise SetupError("scenario files replay on one implementation: give --impl once")
+    spec = PeerSpec.parse(args.impl[0] if args.impl else "python")
     scenarios = load(args.files)
     impls = preflight([spec], timeout=args.timeout)
     info = impls[0]

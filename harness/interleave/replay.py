@@ -1,7 +1,8 @@
-"""``memconform replay FILE.nemesis.jsonl``: re-run a nemesis regression's schedule, k of n.
+"""``memconform replay FILE.nemesis.jsonl`` / ``FILE.race.jsonl``: re-run a nemesis
+regression's schedule, or enforce a race regression's schedule, k of n.
 
 Not a command of its own (``NAME`` is absent, so the CLI does not list it): ``replay`` hands
-nemesis files here, so a plain scenario replay never loads the fault machinery.
+these files here, so a plain scenario replay never loads the fault machinery.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..commands.common import SetupError, conclude, new_report
 from ..oracles.findings import Finding
 from ..peers import PeerSpec, preflight
 from . import export as nx
+from . import race_files as rf
 
 
 def _spec(name: str) -> PeerSpec:
@@ -66,3 +68,51 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
                         "reproduced": {r["file"]: f"{r['reproduced']} of {r['runs']}" for r in report_runs}}
     return conclude(args, run_report, found, executed=executed, extra={"nemesis": report_runs},
                     nothing_ran="no nemesis run executed")
+
+
+def run_race_replay(args: argparse.Namespace, files: list[Path]) -> int:
+    """Each race regression's picks, enforced ``--runs`` times on the implementations
+    ``--impl`` names (by kind; the recorded name and version say which one it was)."""
+    try:
+        regs = [rf.load(f) for f in files]
+    except rf.RaceFileError as e:
+        raise SetupError(str(e)) from None
+    given = [PeerSpec.parse(i) for i in args.impl]
+    found: list[Finding] = []
+    detail = []
+    executed = 0
+    run_report = None
+    for reg in regs:
+        peers = rf.resolve(reg, given)
+        impls = preflight(list(dict.fromkeys(peers)), timeout=args.timeout)
+        labels = {i.spec: f"{i.name} {i.version}" for i in impls}
+        if run_report is None:
+            run_report = new_report(args, impls)
+        print(f"{reg.path}: {rf.describe(reg)}")
+        for want, here in zip(reg.impls, peers, strict=True):
+            got = labels.get(here.name, here.name)
+            if got != f"{want.get('name')} {want.get('version')}":
+                print(f"  note: recorded {want.get('name')} {want.get('version')}, replaying on {got}")
+
+        def said(run: rf.ReplayRun) -> None:
+            why = f"diverged at {run.diverged}" if run.diverged else f"saw {', '.join(run.seen) or 'nothing'}"
+            print(f"  run {run.n}/{args.runs}: {'reproduced' if run.reproduced else 'not reproduced'} "
+                  f"({run.seconds:.1f} s; {why})", flush=True)
+
+        runs = rf.replay(reg, peers, runs=args.runs, labels=labels, timeout=args.timeout, on_run=said)
+        k = sum(r.reproduced for r in runs)
+        executed += len(runs)
+        print(f"  reproduced {k} of {len(runs)} runs")
+        f = reg.finding
+        if k:
+            found.append(Finding(str(f.get("kind")), str(f.get("severity")), clause=str(f.get("clause", "")),
+                                 impl=", ".join(dict.fromkeys(labels.get(p.name, p.name) for p in peers)),
+                                 evidence=f"reproduced {k} of {len(runs)} runs: {f.get('evidence', '')}",
+                                 reproduce=f"memconform replay {reg.path} --runs {args.runs}", regression=str(reg.path)))
+        detail.append({"file": str(reg.path), "reproduced": k, "runs": len(runs),
+                       "diverged": [r.diverged for r in runs if r.diverged]})
+    assert run_report is not None
+    run_report.stats = {"race_regressions": len(regs), "runs": executed,
+                        "reproduced": {d["file"]: f"{d['reproduced']} of {d['runs']}" for d in detail}}
+    return conclude(args, run_report, found, executed=executed, extra={"races": detail},
+                    nothing_ran="no race replay executed")

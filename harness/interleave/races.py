@@ -1,0 +1,258 @@
+"""The lock-protocol race suite: situations, explored under a strategy, findings shrunk.
+
+Each situation plants a lock state SPEC's protocol must get through (a dead owner's token
+older than 10 s, an empty lock older than 60 s, none at all) and gives 2-3 writers one or two
+ops.  Schedules are run one after another (``scheduler.run_schedule``) until the budget is
+spent; the first finding of each situation is shrunk (fewest context switches, then fewest
+steps, that still show the same kind) and kept with its schedule, so it replays k of k.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..oracles.findings import Finding
+from ..peers import PeerSpec
+from .scheduler import DriverPool, RunResult, Situation, run_schedule
+from .strategies import (
+    PCT,
+    Diverged,
+    Explorer,
+    RandomWalk,
+    Replay,
+    Strategy,
+    continue_last,
+    switches,
+)
+
+STRATEGIES = ("random", "pct", "exhaustive")
+TARGET_KINDS = ("lost-write", "double-holder", "duplicated-write", "split-topic")
+"""What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
+
+
+def _append(writer: int, topic: str, n: int = 0) -> tuple[str, dict[str, Any]]:
+    return ("write_memory", {"topic": topic, "content": f"tok-w{writer}-{n}", "summary": f"w{writer} {n}"})
+
+
+SITUATIONS: tuple[Situation, ...] = (
+    Situation("stale-dead-owner", "dead", 20.0,
+              ((_append(0, "Race 0"),), (_append(1, "Race 1"),)),
+              "a dead owner's lock, 20 s old: both writers may reclaim it (S-LOCK-2 step 4, S-LOCK-4)"),
+    Situation("empty-lock-aged", "empty", 61.0,
+              ((_append(0, "Race 0"),), (_append(1, "Race 1"),)),
+              "an empty lock 61 s old: no readable pid, older than the hard stale age (S-LOCK-3)"),
+    Situation("stale-three-writers", "dead", 20.0,
+              ((_append(0, "Race 0"),), (_append(1, "Race 1"),), (_append(2, "Race 2"),)),
+              "a dead owner's lock and three reclaimers: a holder's lock taken over mid-op, whose "
+              "release must leave the new owner's lock alone (S-LOCK-5)"),
+    Situation("stale-every-op", "dead", 20.0,
+              ((_append(0, "Race 0"), ("pin_memory", {"topic": "Race 0", "pin": True})),
+               (_append(1, "Race 1"), ("remove_memory", {"topic": "Race 0"}), _append(1, "Race 1", 1))),
+              "a dead owner's lock, then appends, a pin and a remove racing through one lock"),
+    Situation("no-lock", "none", 0.0,
+              ((_append(0, "Race 0"),), (_append(1, "Race 1"),)),
+              "no lock at all: plain contention, where two holders would break S-LOCK-2 outright"),
+)
+
+
+def situation(name: str) -> Situation:
+    for s in SITUATIONS:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+@dataclass
+class Found:
+    """A situation's first finding, with the run that showed it and that run shrunk."""
+
+    finding: Finding
+    original: RunResult
+    shrunk: RunResult
+    seed: int
+    strategy: str
+    shrink_runs: int = 0
+
+
+@dataclass
+class SuiteResult:
+    runs: int = 0
+    held: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    first_found_s: float | None = None
+    per_situation: dict[str, int] = field(default_factory=dict)
+    found: list[Found] = field(default_factory=list)
+    other: list[Finding] = field(default_factory=list)  # hangs, driver errors
+    exhausted: list[str] = field(default_factory=list)  # situations the explorer finished
+
+
+def target(findings: Sequence[Finding]) -> Finding | None:
+    for kind in TARGET_KINDS:
+        for f in findings:
+            if f.kind == kind:
+                return f
+    return None
+
+
+def in_shard(index: int, shard: tuple[int, int]) -> bool:
+    k, n = shard
+    return index % n == k - 1
+
+
+def _prefix_shard(prefix: tuple[str, ...], shard: tuple[int, int]) -> bool:
+    k, n = shard
+    return n == 1 or zlib.crc32(",".join(prefix).encode()) % n == k - 1
+
+
+def explore(
+    peers: Sequence[PeerSpec],
+    *,
+    strategy: str = "random",
+    seed: int = 0,
+    budget_s: float = 60.0,
+    hardened: bool = False,
+    labels: dict[str, str] | None = None,
+    situations: Sequence[Situation] = SITUATIONS,
+    shard: tuple[int, int] = (1, 1),
+    shrink: bool = True,
+    shrink_budget_s: float = 20.0,
+    timeout: float = 30.0,
+    on_run: Callable[[RunResult], None] | None = None,
+) -> SuiteResult:
+    """Schedules of every situation, round robin, until ``budget_s``; each situation stops at
+    its first finding, or when the exhaustive explorer has visited it all.  Then each finding
+    is shrunk (``shrink_budget_s`` each, on top of the budget)."""
+    pool = DriverPool()
+    try:
+        return _explore(peers, strategy, seed, budget_s, hardened, labels, situations, shard, shrink,
+                        shrink_budget_s, timeout, on_run, pool)
+    finally:
+        pool.close()
+
+
+def _explore(
+    peers: Sequence[PeerSpec], strategy: str, seed: int, budget_s: float, hardened: bool,
+    labels: dict[str, str] | None, situations: Sequence[Situation], shard: tuple[int, int], shrink: bool,
+    shrink_budget_s: float, timeout: float, on_run: Callable[[RunResult], None] | None, pool: DriverPool,
+) -> SuiteResult:
+    out = SuiteResult()
+    hits: list[tuple[Finding, RunResult, int]] = []
+    t0 = time.monotonic()
+    explorers = {s.name: Explorer() for s in situations}
+    open_ = [s for s in situations]
+    index = 0
+    while open_ and time.monotonic() - t0 < budget_s:
+        for sit in list(open_):
+            if time.monotonic() - t0 >= budget_s:
+                break
+            run_seed = seed + out.per_situation.get(sit.name, 0)
+            strat: Strategy
+            if strategy == "exhaustive":
+                prefix = explorers[sit.name].next_prefix()
+                while prefix is not None and not _prefix_shard(prefix, shard):
+                    prefix = explorers[sit.name].next_prefix()
+                if prefix is None:
+                    out.exhausted.append(sit.name)
+                    open_.remove(sit)
+                    continue
+                strat = Replay(prefix, strict=False)
+            else:
+                index += 1
+                if not in_shard(index - 1, shard):
+                    out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+                    continue
+                names = [f"w{i}" for i in range(sit.writers)]
+                strat = PCT(run_seed, names) if strategy == "pct" else RandomWalk(run_seed)
+            result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
+            out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+            out.runs += 1
+            out.held += result.held
+            out.steps += len(result.steps)
+            if strategy == "exhaustive":
+                explorers[sit.name].learn(result.steps)
+            if on_run is not None:
+                on_run(result)
+            out.other += [f for f in result.findings if f.kind not in TARGET_KINDS]
+            hit = target(result.findings)
+            if hit is None:
+                continue
+            if out.first_found_s is None:
+                out.first_found_s = time.monotonic() - t0
+            open_.remove(sit)
+            hits.append((hit, result, run_seed))
+    out.seconds = time.monotonic() - t0
+    for hit, result, run_seed in hits:
+        small, tries = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
+                                  budget_s=shrink_budget_s, pool=pool) if shrink else (result, 0)
+        out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
+    return out
+
+
+def rerun(peers: Sequence[PeerSpec], sit: Situation, picks: Sequence[str], *, strict: bool = True,
+          hardened: bool = False, labels: dict[str, str] | None = None, timeout: float = 30.0,
+          pool: DriverPool | None = None) -> RunResult | None:
+    """The situation again under recorded picks; None when the run left them (strict)."""
+    try:
+        return run_schedule(peers, sit, Replay(picks, strict=strict), hardened=hardened, labels=labels,
+                            timeout=timeout, pool=pool)
+    except Diverged:
+        return None
+
+
+def _candidates(picks: list[str]) -> list[list[str]]:
+    """Smaller schedules to try: cut the tail (the rest runs without preemption), then drop
+    each run of one writer's steps (they happen later, when it next runs)."""
+    out: list[list[str]] = []
+    n = len(picks)
+    for cut in sorted({n // 2, (3 * n) // 4, n - 1}):
+        if 0 < cut < n:
+            out.append(picks[:cut])
+    bounds = [0] + [i for i in range(1, n) if picks[i] != picks[i - 1]] + [n]
+    for a, b in itertools.pairwise(bounds):
+        if a > 0:
+            out.append(picks[:a] + picks[b:])
+    return out
+
+
+def _complete(picks: Sequence[str], steps: Sequence[Any]) -> list[str]:
+    """The picks a lenient replay actually made (its tail runs on without preemption)."""
+    return [s.writer for s in steps] if steps else list(picks)
+
+
+def shrink_run(
+    peers: Sequence[PeerSpec], result: RunResult, kind: str, *, hardened: bool, labels: dict[str, str] | None,
+    timeout: float, budget_s: float, pool: DriverPool | None = None,
+) -> tuple[RunResult, int]:
+    """Hypothesis-style greedy shrinking of a failing schedule: keep any smaller schedule
+    (fewer context switches, then fewer steps) whose run still shows ``kind``; stop at a fixed
+    point or when the budget is spent.  The result's picks replay strictly."""
+    best = result
+    tries = 0
+    t0 = time.monotonic()
+    improved = True
+    while improved and time.monotonic() - t0 < budget_s:
+        improved = False
+        picks = best.picks
+        for cand in _candidates(picks):
+            if time.monotonic() - t0 >= budget_s:
+                break
+            tries += 1
+            got = rerun(peers, best.situation, cand, strict=False, hardened=hardened, labels=labels, timeout=timeout,
+                        pool=pool)
+            if got is None or not any(f.kind == kind for f in got.findings):
+                continue
+            size = (switches(got.picks), len(got.steps))
+            if size < (switches(best.picks), len(best.steps)):
+                best, improved = got, True
+                break
+    return best, tries
+
+
+__all__ = ["SITUATIONS", "STRATEGIES", "Found", "SuiteResult", "continue_last", "explore", "rerun", "shrink_run",
+           "situation", "target"]

@@ -1,0 +1,324 @@
+"""One schedule, run: real writer processes, each held after every store call, released one
+at a time as a strategy picks them; the store they leave, judged.
+
+A situation (``races.Situation``) sets the store up (a planted lock) and gives each writer its
+ops.  The drivers start, get a virtual clock at one instant (their sleeps cost nothing and
+their lock ages do not depend on how long the scheduler takes), and are attached to strace
+(``tracer.Traced``).  Then, step by step, the strategy picks one enabled writer: an idle one
+gets its next op, a held one is let go; the scheduler waits until that writer is held again
+(after its next store call) or answers.  Nothing else runs meanwhile, so the run is a function
+of the picks, and the picks replay it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..oracles import interop_checks as checks
+from ..oracles.findings import HAZARD, Finding
+from ..peers import Driver, DriverError, PeerSpec, start_driver
+from ..sandbox import Sandbox
+from ..writers import _classify, disk_view, prepare_shared
+from .run import ENV_EXEC, HARDENED_ENV
+from .strategies import DONE, Step, Strategy
+from .tracer import Event, Traced
+
+LOCK = ".lock"
+DEAD_PID = 4194305
+"""A pid no process can have (above Linux's largest pid_max, below 2^31): kill(pid, 0) gives
+ESRCH (S-LOCK-3), on every run, unlike a reaped pid that a later process may reuse."""
+STEP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Situation:
+    """A lock-protocol situation: the lock planted before the writers start, and their ops."""
+
+    name: str
+    lock: str  # "none" | "dead" (a token of a dead pid) | "empty"
+    age_s: float
+    ops: tuple[tuple[tuple[str, dict[str, Any]], ...], ...]  # per writer
+    why: str = ""
+
+    @property
+    def writers(self) -> int:
+        return len(self.ops)
+
+
+@dataclass
+class RaceOp:
+    """An op of one writer, its interval in steps (what ``interop_checks`` reads)."""
+
+    process: str
+    op: str
+    args: dict[str, Any]
+    start: int
+    end: int | None = None
+    type: str = "info"
+    result: Any = None
+
+
+@dataclass
+class RunResult:
+    situation: Situation
+    impls: list[str]  # per writer: the spec name
+    labels: dict[str, str]  # spec name -> the implementation as it named itself
+    steps: list[Step]
+    ops: list[RaceOp]
+    findings: list[Finding]
+    held: int
+    passed: int
+    seconds: float
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def picks(self) -> list[str]:
+        return [s.writer for s in self.steps]
+
+
+@dataclass
+class _Writer:
+    name: str
+    spec: PeerSpec
+    driver: Driver
+    traced: Traced
+    todo: list[tuple[str, dict[str, Any]]]
+    state: str = "idle"  # idle | held | running | gone
+    op: RaceOp | None = None
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def plant(directory: Path, lock: str, age_s: float, now_ms: int) -> None:
+    """``D/.lock`` as the situation wants it, its mtime ``age_s`` before the writers' now."""
+    import os
+
+    directory.mkdir(parents=True, exist_ok=True)
+    if lock == "none":
+        return
+    path = directory / LOCK
+    created = now_ms - round(age_s * 1000)
+    path.write_text(f"{DEAD_PID}\t{created}\tplanted" if lock == "dead" else "")
+    ns = created * 1_000_000
+    os.utime(path, ns=(ns, ns))
+
+
+_SANDBOX_VARS = ("PI_CODING_AGENT_DIR", "PI_SHARED_MEMORY_HOME", "HOME", "XDG_CONFIG_HOME", "OCL_SHARED_MEMORY_HOME", "TZ")
+
+
+def _env(sb: Sandbox, hardened: bool) -> dict[str, str]:
+    env = sb.env()
+    return {k: env[k] for k in _SANDBOX_VARS} | {HARDENED_ENV: "1" if hardened else "0"}
+
+
+def _start(spec: PeerSpec, sb: Sandbox, hardened: bool, timeout: float) -> Driver:
+    env = sb.env() | (_env(sb, hardened) if spec.kind == "python" else {})
+    # ``env`` as a wrapper turns the driver's /proc hang watch off: a held writer is stopped on
+    # purpose; the scheduler's own step timeout judges hangs.
+    return start_driver(spec, env, cwd=str(sb.root), timeout=timeout, wrapper=[ENV_EXEC])
+
+
+class DriverPool:
+    """Drivers kept between schedules: each run ``reset``s them into its own fresh sandbox
+    (a fresh module instance in node, a renewed store in the reference, the environment
+    re-read: as a fresh process would be), which saves the start of every writer per run."""
+
+    def __init__(self) -> None:
+        self.slots: list[Driver] = []
+
+    def take(self, specs: Sequence[PeerSpec], sb: Sandbox, hardened: bool, timeout: float) -> list[Driver]:
+        out: list[Driver] = []
+        for i, spec in enumerate(specs):
+            d = self.slots[i] if i < len(self.slots) else None
+            if d is not None and (d.spec != spec or d.proc is None or d.proc.poll() is not None
+                                  or "reset" not in d.ops or not d.call("reset", {"env": _env(sb, hardened)}).ok):
+                _end(d)
+                d = None
+            if d is None:
+                d = _start(spec, sb, hardened, timeout)
+            if i < len(self.slots):
+                self.slots[i] = d
+            else:
+                self.slots.append(d)
+            out.append(d)
+        return out
+
+    def drop(self, driver: Driver) -> None:
+        """End a writer that went wrong; the next run starts a fresh one in its place."""
+        _end(driver)
+
+    def close(self) -> None:
+        for d in self.slots:
+            _end(d)
+        self.slots = []
+
+
+def _end(driver: Driver) -> None:
+    try:
+        driver.kill()
+    finally:
+        driver.close()
+
+
+def spans(steps: Sequence[Step], ops: Sequence[RaceOp], lock: str) -> list[checks.LockSpan]:
+    """Each writer's holds of the lock, in steps: from its exclusive create (or its link onto
+    ``.lock``) to its own next unlink of it, cut at the answer of the op that took it."""
+    out: list[checks.LockSpan] = []
+    for i, s in enumerate(steps):
+        acquired = (s.call.startswith(f"create({LOCK})") or (s.call.startswith("link(") and s.call.split(")")[0].endswith(f",{LOCK}"))) \
+            and "= -" not in s.call
+        if not acquired:
+            continue
+        end = next((j for j in range(i + 1, len(steps)) if steps[j].writer == s.writer
+                    and (steps[j].call.startswith(f"unlink({LOCK})") or steps[j].call == DONE)), None)
+        out.append(checks.LockSpan(s.writer, lock, i, end))
+    return out
+
+
+def judge(situation: Situation, steps: Sequence[Step], ops: Sequence[RaceOp], directory: Path,
+          impl_of: dict[str, str]) -> list[Finding]:
+    """The nemesis checks on a scheduled run: lost and duplicated writes through the index,
+    split topics, two holders of one lock (S-INV-9 a weakness when a planted lock made the
+    writers reclaim, else a violation)."""
+    faults: list[RaceOp] = []
+    if situation.lock != "none":
+        faults.append(RaceOp("nemesis-0", "fault", {"family": "stale-lock", "id": 0}, 0, len(steps), "ok"))
+    view = disk_view(directory)
+    found = checks.lost_writes(ops, [view], impl_of=impl_of, faults=faults)
+    found += checks.split_topics(view, path=str(directory / "MEMORY.md"))
+    found += checks.double_holders(ops, spans=spans(steps, ops, str(directory / LOCK)), impl_of=impl_of, faults=faults)
+    return found
+
+
+def run_schedule(
+    peers: Sequence[PeerSpec],
+    situation: Situation,
+    strategy: Strategy,
+    *,
+    hardened: bool = False,
+    labels: dict[str, str] | None = None,
+    timeout: float = STEP_TIMEOUT,
+    max_steps: int = 2000,
+    pool: DriverPool | None = None,
+) -> RunResult:
+    """Run ``situation`` once with ``peers`` round-robin over its writers, ``strategy`` picking."""
+    t0 = time.monotonic()
+    sb = Sandbox.create()
+    writers: list[_Writer] = []
+    steps: list[Step] = []
+    ops: list[RaceOp] = []
+    errors: list[str] = []
+    try:
+        prepare_shared(sb)
+        directory = sb.shared_dir
+        specs = [peers[i % len(peers)] for i in range(situation.writers)]
+        if pool is not None:
+            for d in pool.take(specs, sb, hardened, timeout):
+                writers.append(_Writer(f"w{len(writers)}", d.spec, d, Traced(d.pid, (str(directory),)), []))
+        else:
+            drivers: list[Driver | BaseException] = [RuntimeError("not started")] * len(specs)
+
+            def boot(i: int) -> None:
+                try:
+                    drivers[i] = _start(specs[i], sb, hardened, timeout)
+                except BaseException as e:
+                    drivers[i] = e
+
+            threads = [threading.Thread(target=boot, args=(i,)) for i in range(len(specs))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for booted in drivers:
+                if isinstance(booted, Driver):
+                    writers.append(_Writer(f"w{len(writers)}", booted.spec, booted,
+                                           Traced(booted.pid, (str(directory),)), []))
+            failed = [d for d in drivers if not isinstance(d, Driver)]
+            if failed:
+                raise DriverError(f"a writer did not start: {failed[0]}")
+        now_ms = int(time.time() * 1000)
+        plant(directory, situation.lock, situation.age_s, now_ms)
+        for w, script in zip(writers, situation.ops, strict=True):
+            w.todo = list(script)
+            if "virtual" in w.driver.clock_modes:
+                answer = w.driver.call("set_clock", {"now": _iso(now_ms), "mode": "virtual", "tz": "UTC"})
+                if not answer.ok:
+                    raise DriverError(f"{w.name} ({w.spec.name}): set_clock refused: {answer.error}")
+            w.traced.attach()
+            w.traced.arm()
+        while len(steps) < max_steps:
+            enabled = [w.name for w in writers if w.state == "held" or (w.state == "idle" and w.todo)]
+            if not enabled:
+                break
+            pick = strategy.choose(enabled, steps)
+            w = next(x for x in writers if x.name == pick)
+            if w.state == "idle":
+                op, args = w.todo.pop(0)
+                w.op = RaceOp(w.name, op, args, len(steps))
+                ops.append(w.op)
+                threading.Thread(target=_call, args=(w,), daemon=True).start()
+            else:
+                w.traced.resume()
+            w.state = "running"
+            try:
+                ev = w.traced.events.get(timeout=timeout)
+            except Exception:  # queue.Empty
+                errors.append(f"{w.name} ({w.spec.name}): no store call and no answer within {timeout:g} s "
+                              f"after step {len(steps)} (held by the scheduler? a hang?)")
+                w.state = "gone"
+                break
+            if ev.kind == "held" and ev.call is not None:
+                steps.append(Step(w.name, ev.call.short((str(directory),)), tuple(enabled)))
+                w.state = "held"
+            elif ev.kind == "done":
+                steps.append(Step(w.name, DONE, tuple(enabled)))
+                assert w.op is not None
+                w.op.end = len(steps) - 1
+                w.state = "idle"
+            else:
+                errors.append(f"{w.name} ({w.spec.name}): {ev.note or 'exited'} during step {len(steps)}")
+                w.state = "gone"
+        else:
+            errors.append(f"more than {max_steps} steps: the writers did not finish")
+        for w in writers:
+            w.traced.detach()
+        impl_of = {w.name: (labels or {}).get(w.spec.name, w.spec.name) for w in writers}
+        found = judge(situation, steps, ops, directory, impl_of)
+        for e in errors:
+            found.append(Finding("hang" if "within" in e else "driver-error", HAZARD,
+                                 impl=", ".join(dict.fromkeys(impl_of.values())), evidence=e))
+        return RunResult(situation, [w.spec.name for w in writers], dict(labels or {}), steps, ops, found,
+                         sum(w.traced.held_calls for w in writers), sum(w.traced.passed_calls for w in writers),
+                         time.monotonic() - t0, errors)
+    finally:
+        for w in writers:
+            w.traced.detach()
+            if pool is None or w.state == "gone" or errors:
+                if pool is not None:
+                    pool.drop(w.driver)
+                else:
+                    _end(w.driver)
+        sb.remove()
+
+
+def _call(w: _Writer) -> None:
+    """Send the writer its op; its answer (or its end) arrives as an event in its queue."""
+    assert w.op is not None
+    op = w.op
+    try:
+        answer = w.driver.call(op.op, op.args)
+    except DriverError as e:
+        op.type, op.result = "info", str(e)
+        w.traced.events.put(Event("exit", note=str(e)))
+        return
+    op.result = answer.result if answer.ok else answer.error
+    op.type = _classify(answer.ok, op.result)
+    w.traced.events.put(Event("done"))
