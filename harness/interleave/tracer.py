@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass
 
 from ..faults.strace import STRACE
+from ..oracles.spec import TEMP_SUFFIX  # S-IO-5 temporaries: their pid and random part vary per run
 
 HELD = (
     "open", "openat", "link", "linkat", "unlink", "unlinkat", "rename", "renameat", "renameat2",
@@ -38,7 +39,6 @@ _UNFINISHED = re.compile(r"^(\w+)\((.*) <unfinished \.\.\.>$")
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)\)\s+=\s+(.*)$")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FD = re.compile(r"^(?:-?\d+|AT_FDCWD)<([^>]*)>")
-_TMP = re.compile(r"\.tmp-[0-9]+-[0-9a-z]+$")  # S-IO-5 temporaries: pid and random part vary per run
 _STOPPED = "--- stopped by SIGSTOP ---"
 _NOTE = re.compile(r"^\S*strace: ")  # strace's own messages (argv[0] first)
 _END = re.compile(r"^(?:\[pid\s+(\d+)\] |(?:\d+) +)?\+\+\+ (.*) \+\+\+$")
@@ -67,7 +67,7 @@ class Call:
                 if p == r.rstrip("/"):
                     return "."
                 if p.startswith(r.rstrip("/") + "/"):
-                    return _TMP.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
+                    return TEMP_SUFFIX.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
             return p
         ret = self.ret.split("<", 1)[0].split(" (", 1)[0].strip()
         if ret.isdigit() and self.name in _COUNTED:
