@@ -5,8 +5,10 @@ line, exit 2); the peer is asked ``hello`` up front; the verdict and ``--json`` 
 every command (a failing scenario a ``deviation`` violation, a hazard shown and counted).
 
 A nemesis regression (``*.nemesis.jsonl``, ``harness.interleave.export``) re-runs its recorded
-schedule ``--runs`` times against the recorded implementations (or ``--nemesis-impl``) and
-says "reproduced k of n runs"; the finding stands when k > 0.  A race regression
+schedule ``--runs`` times against the recorded implementations and says "reproduced k of n
+runs"; the finding stands when k > 0.  Regressions record each writer's implementation by its
+kind, never a machine path: ``--impl pi:/path/memory-core.mjs`` says where it is here (else
+``$MEMCONFORM_PI_CORE`` / ``$MEMCONFORM_OPENCODE_PLUGIN``).  A race regression
 (``*.race.jsonl``, ``harness.interleave.race_files``) enforces its recorded schedule the same
 way, on the implementations ``--impl`` names (repeatable).
 """
@@ -42,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive_int, default=3, help="nemesis regressions: how many re-runs (default 3)")
     p.add_argument(
         "--nemesis-impl", action="append", default=[], metavar="IMPL",
-        help="nemesis regressions: implementations to run the schedule against (repeatable; default: as recorded)",
+        help="nemesis regressions: implementations to run the schedule against instead (repeatable; default: as recorded)",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="scenario JSON files")
 

@@ -37,6 +37,13 @@ FORMAT = "memconform-nemesis-regression/1"
 _TOKEN = re.compile(r"tok-w\d+-\d+")
 _WRITER = re.compile(r"\b(w\d+|probe\d+)\b")
 _FAULT = re.compile(r"\b[a-z]+(?:-[a-z]+)?#(\d+)\b")
+_SPEC_PATH = re.compile(r"\b(pi|opencode|node):/[^\s),;]+")
+
+
+def portable(text: str) -> str:
+    """Text without this machine's peer paths (``pi:/x/memory-core.mjs`` -> ``pi``): ``--impl
+    pi`` finds the core through ``$MEMCONFORM_PI_CORE`` wherever it is replayed (issue 22)."""
+    return _SPEC_PATH.sub(lambda m: m.group(1) + (":<driver.mjs>" if m.group(1) == "node" else ""), text)
 
 
 class RunLike(Protocol):
@@ -158,8 +165,8 @@ def export(
             "impl": finding.impl,
             "op": finding.op,
             "path": finding.path,
-            "evidence": finding.evidence,
-            "command": finding.reproduce,
+            "evidence": portable(finding.evidence),
+            "command": portable(finding.reproduce),
             "seen": runs_seen,
         }
         kept = History(_events_of(minimal_ops(finding, result), result.history), meta=meta)
@@ -174,15 +181,15 @@ class NemesisRegression:
     path: Path
     finding: dict[str, Any]
     schedule: dict[str, Any]
-    impls: dict[str, str]  # slot -> peer spec name, as recorded
+    impls: dict[str, str]  # slot -> implementation kind (older files: a peer spec with its path)
     topics: list[str]
     hardened: bool
     history: History = field(repr=False)
 
     @property
     def specs(self) -> list[str]:
-        """The implementations in slot order (round-robin: the first of each, in order)."""
-        names = [self.impls[k] for k in sorted(self.impls, key=lambda s: int(re.sub(r"\D", "", s) or 0))]
+        """The implementation kinds in slot order (round-robin: the first of each, in order)."""
+        names = [self.impls[k].partition(":")[0] for k in sorted(self.impls, key=lambda s: int(re.sub(r"\D", "", s) or 0))]
         return list(dict.fromkeys(names))
 
 

@@ -24,6 +24,7 @@ from ..oracles.findings import Finding
 from ..peers import PeerSpec
 from ..regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
 from ..regressions import file_stem
+from . import slot
 from .scheduler import RunResult, Situation
 from .strategies import Step, switches
 
@@ -112,19 +113,9 @@ def load(path: Path) -> RaceRegression:
         raise RaceFileError(f"{path}: garbled race regression ({e})") from None
 
 
-def kind_of(spec: PeerSpec) -> str:
-    return spec.kind
-
-
 def resolve(reg: RaceRegression, given: Sequence[PeerSpec]) -> list[PeerSpec]:
-    """Each recorded writer's implementation here: the ``--impl`` of its kind, else the kind
-    alone (``pi`` reads ``$MEMCONFORM_PI_CORE``); python is always here."""
-    by_kind = {kind_of(s): s for s in given}
-    out = []
-    for i in reg.impls:
-        kind = i["kind"]
-        out.append(by_kind.get(kind) or PeerSpec.parse(kind))
-    return out
+    """Each recorded writer's implementation here (``slot.resolve``: by kind)."""
+    return slot.resolve([i["kind"] for i in reg.impls], list(given))
 
 
 @dataclass(frozen=True)

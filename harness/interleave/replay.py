@@ -15,15 +15,7 @@ from ..oracles.findings import Finding
 from ..peers import PeerSpec, preflight
 from . import export as nx
 from . import race_files as rf
-
-
-def _spec(name: str) -> PeerSpec:
-    """A recorded peer; one recorded at a path this machine lacks is found the usual way
-    (``pi`` → ``$MEMCONFORM_PI_CORE``), so a committed regression replays elsewhere."""
-    kind, _, path = name.partition(":")
-    if kind in ("pi", "opencode") and path and not Path(path).exists():
-        return PeerSpec.parse(kind)
-    return PeerSpec.parse(name)
+from . import slot
 
 
 def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
@@ -36,7 +28,10 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
     executed = 0
     run_report = None
     for reg in regs:
-        peers = list(dict.fromkeys(_spec(n) for n in args.nemesis_impl or reg.specs))
+        if args.nemesis_impl:  # other implementations than recorded, round-robin over the slots
+            peers = list(dict.fromkeys(PeerSpec.parse(n) for n in args.nemesis_impl))
+        else:  # the recorded kinds, found here through --impl
+            peers = list(dict.fromkeys(slot.resolve(reg.specs, [PeerSpec.parse(i) for i in args.impl])))
         impls = preflight(peers, timeout=args.timeout)
         labels = {i.spec: f"{i.name} {i.version}" for i in impls}
         if run_report is None:

@@ -423,7 +423,7 @@ def run_nemesis(
     sb = sandbox or Sandbox.create()
     eng = _Engine(peers, schedule, sb, timeout=timeout, hardened=hardened, topics=topics, trace_locks=trace_locks)
     eng.history.meta = {"schedule": schedule.to_json(), "hardened": hardened, "topics": list(topics),
-                        "impls": {s.name: s.spec.name for s in eng.slots}}
+                        "impls": {s.name: s.spec.kind for s in eng.slots}}  # no machine path (issue 22)
     try:
         if schedule.shared:
             prepare_shared(sb)

@@ -194,7 +194,8 @@ def judge(situation: Situation, steps: Sequence[Step], ops: Sequence[RaceOp], di
     view = disk_view(directory)
     found = checks.lost_writes(ops, [view], impl_of=impl_of, faults=faults)
     found += checks.split_topics(view, path=str(directory / "MEMORY.md"))
-    found += checks.double_holders(ops, spans=spans(steps, ops, str(directory / LOCK)), impl_of=impl_of, faults=faults)
+    found += checks.double_holders(ops, spans=spans(steps, ops, str(directory / LOCK)), impl_of=impl_of, faults=faults,
+                                   apart=lambda n: f"{n} store calls")
     return found
 
 

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..peers import Driver, PeerSpec
+from ..peers import Driver, PeerSpec, PeerUnavailable
 from ..sandbox import Sandbox
 from ..writers import WriterStats
 
@@ -42,3 +42,27 @@ class Slot:
     @property
     def pid(self) -> int:
         return self.driver.pid if self.driver is not None else 0
+
+
+def recorded_kind(recorded: str) -> str:
+    """A regression's record of a writer's implementation, as its kind (``pi``): older files
+    recorded ``pi:/their/machine/path``, which names nothing here."""
+    return recorded.partition(":")[0]
+
+
+def resolve(recorded: list[str], given: list[PeerSpec]) -> list[PeerSpec]:
+    """Each recorded writer's implementation on this machine: the ``--impl`` of its kind,
+    else the kind alone (``pi`` reads ``$MEMCONFORM_PI_CORE``, ``opencode``
+    ``$MEMCONFORM_OPENCODE_PLUGIN``; ``python`` is always here)."""
+    by_kind: dict[str, PeerSpec] = {}
+    for spec in given:
+        by_kind.setdefault(spec.kind, spec)
+    out = []
+    for kind in map(recorded_kind, recorded):
+        if kind in by_kind:
+            out.append(by_kind[kind])
+        elif kind == "node":
+            raise PeerUnavailable("the regression ran a node: driver: say where it is here with --impl node:<driver.mjs>")
+        else:
+            out.append(PeerSpec.parse(kind))
+    return out

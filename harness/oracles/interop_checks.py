@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -296,12 +296,14 @@ def double_holders(
     impl_of: Mapping[str, str] | None = None,
     faults: Sequence[OpLike] = (),
     reproduce: str = "",
+    apart: Callable[[int], str] = lambda ns: f"{ns / 1e6:.1f} ms",
 ) -> list[Finding]:
     """Two writers inside one critical section at once.
 
     From the history: two acknowledged writes of different processes that both created the
     same file while their intervals overlap.  From ``spans``: two writers' holds of the same
-    lock that overlap in time.
+    lock that overlap in time.  ``apart`` words a distance on the ops' clock (nanoseconds by
+    default; the race suite's clock counts store calls).
     """
     impl_of = impl_of or {}
     found: list[Finding] = []
@@ -326,7 +328,7 @@ def double_holders(
                 found.append(Finding(
                     "double-holder", severity, clause=clause, impl=impls, op="write_memory",
                     evidence=f"{a.process} and {b.process} both answered that they created {filename} "
-                             f"while their calls overlapped ({(b.start - a.start) / 1e6:.1f} ms apart); "
+                             f"while their calls overlapped ({apart(b.start - a.start)} apart); "
                              f"serialised, the second would have found the file"
                              + (f"; faults: {_describe_faults(during)}" if during else ""),
                     reproduce=reproduce,
@@ -349,7 +351,7 @@ def double_holders(
                 found.append(Finding(
                     "double-holder", severity, clause=clause, impl=impls, path=lock,
                     evidence=f"{h1.writer} held {lock} from its create until its unlink, and {h2.writer} created it "
-                             f"again {(h2.start - h1.start) / 1e6:.1f} ms after {h1.writer}'s create"
+                             f"again {apart(h2.start - h1.start)} after {h1.writer}'s create"
                              + (f"; faults: {_describe_faults(during)}" if during else ""),
                     reproduce=reproduce,
                 ))

@@ -172,3 +172,26 @@ def test_explore_stops_within_its_budget_and_counts_what_it_ran() -> None:
                   situations=[situation("no-lock")], shrink=False)
     assert got.runs >= 1 and got.held > 0
     assert [f for f in got.found] == []  # plain contention: the lock holds
+
+
+# --- regressions replay anywhere (issue 22 item 8) ---------------------------------------------
+
+
+def test_regressions_record_implementations_by_kind_and_replay_finds_them_here() -> None:
+    from memconform.harness.interleave import export as nx
+    from memconform.harness.interleave import slot
+    from memconform.harness.peers import PeerUnavailable
+
+    shipped = sorted((ROOT / "scenarios" / "regressions" / "nemesis").glob("*.nemesis.jsonl"))
+    assert shipped
+    for path in shipped:
+        reg = nx.load(path)
+        assert set(reg.impls.values()) <= {"python", "pi", "opencode"}, path.name
+        assert "/work/" not in path.read_text("utf-8") and "/root/" not in path.read_text("utf-8"), path.name
+    here = PeerSpec.parse("pi:/elsewhere/memory-core.mjs")
+    assert slot.resolve(["python", "pi:/their/machine/memory-core.mjs", "pi"], [here]) == [PeerSpec.parse("python"), here, here]
+    with pytest.raises(PeerUnavailable):
+        slot.resolve(["node"], [])
+    assert nx.portable("memconform interop --impl pi:/a/x.mjs --impl opencode:/c/ocl.mjs --shared") == \
+        "memconform interop --impl pi --impl opencode --shared"
+    assert nx.portable("w5 (opencode:/c/ocl.mjs): no answer") == "w5 (opencode): no answer"
