@@ -15,7 +15,18 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
-from ..hosts.cache import DEFAULT_PI, HOSTS, HostMissing, node_bin_dir, pi_cli
+from ..hosts import offline
+from ..hosts.cache import (
+    DEFAULT_PI,
+    HOSTS,
+    OPENCODE_VERSION,
+    HostMissing,
+    node_bin_dir,
+    opencode_binary,
+    opencode_plugin_deps,
+    pi_cli,
+)
+from ..hosts.cross import is_cross, run_cross
 from ..hosts.run import HostOutcome, HostSpec, run_scenario
 from ..hosts.script import is_host_scenario
 from ..oracles.findings import VIOLATION, Finding
@@ -48,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip", action="append", default=[], metavar="GLOB", help="leave out scenario ids matching")
     p.add_argument("--timeout", type=positive_float, default=90.0, help="seconds a host may take per step")
     p.add_argument("--keep", action="store_true", help="keep each sandbox (host stderr, store) for inspection")
+    p.add_argument("--offline", action="store_true",
+                   help="run inside a network namespace with only loopback (unshare -n): any other address fails")
     add_report_arguments(p)
     p.set_defaults(export=DEFAULT_DIR / "hosts")
     add_quiet_argument(p)
@@ -57,14 +70,16 @@ def parse_impl(text: str, pi: str) -> HostSpec:
     kind, sep, path = text.partition(":")
     if not sep or kind not in KINDS or not path:
         raise SetupError(f"--impl {text!r}: expected pi-host:EXTDIR or opencode-host:PLUGIN")
-    if kind == "opencode-host":
-        raise SetupError("opencode-host is not driven yet (harness/hosts has the pi launcher only)")
     target = Path(path)
     if target.is_dir():
         target = target / "index.ts"
     if not target.is_file():
         raise SetupError(f"--impl {text!r}: no extension at {target}")
     try:
+        if kind == "opencode-host":
+            opencode_binary()
+            opencode_plugin_deps()
+            return HostSpec(kind, target.resolve(), HOSTS[f"opencode-{OPENCODE_VERSION}"].name)
         node_bin_dir(HOSTS[pi])
         pi_cli(HOSTS[pi])
     except HostMissing as e:
@@ -90,6 +105,16 @@ def scenarios(paths: list[Path], run: list[str], skip: list[str]) -> list[Scenar
 def run(args: argparse.Namespace) -> int:
     if not args.impl:
         raise SetupError("name a host: --impl pi-host:EXTDIR")
+    if args.offline and not offline.inside():
+        try:
+            return offline.reexec(list(args.argv))
+        except offline.NoNamespace as e:
+            raise SetupError(f"--offline: {e}") from None
+    if offline.inside():
+        try:
+            print(f"host: offline: only loopback ({offline.PROBE_ADDRESS[0]} unreachable: {offline.probe()})", flush=True)
+        except offline.NoNamespace as e:
+            raise SetupError(f"--offline: {e}") from None
     specs = [parse_impl(i, args.pi) for i in args.impl]
     selected = scenarios(list(args.scenarios), list(args.run), list(args.skip))
     if not selected:
@@ -108,6 +133,17 @@ def run(args: argparse.Namespace) -> int:
                       flush=True)
                 for f in o.findings:
                     print(f"      {f.line()}", flush=True)
+    pis = [s for s in specs if s.kind == "pi-host"]
+    ocs = [s for s in specs if s.kind == "opencode-host"]
+    for sc in (sc for sc in selected if is_cross(sc)) if pis and ocs else ():
+        o = run_cross(pis[0], ocs[0], sc, timeout=args.timeout)
+        outcomes.append((pis[0], o))
+        found += o.findings
+        if not args.quiet:
+            print(f"{o.status.upper():5} cross {pis[0].host} + {ocs[0].host} {sc.id} ({o.seconds:.1f} s)"
+                  f"{' ' + o.reason if o.reason else ''}", flush=True)
+            for f in o.findings:
+                print(f"      {f.line()}", flush=True)
     executed = sum(1 for _, o in outcomes if o.status in ("pass", "fail"))
     report.stats = _stats(outcomes)
     errors = [o for _, o in outcomes if o.status == "error"]

@@ -38,6 +38,7 @@ class PromptExpect:
     results: list[tuple[str, str | None]] = field(default_factory=list)
     followups: list[str] = field(default_factory=list)
     compacted: bool = False
+    index: str = ""  # the index text a read at the prompt returned (what a host shows of it)
 
 
 @dataclass
@@ -129,6 +130,8 @@ def _prompt(model: _Model, action: Action, number: int, summaries: Iterator[str]
     session = model.session or model.start()
     answer = session.before_agent_start({"systemPrompt": ""})
     expect = PromptExpect(number, action.text, answer["systemPrompt"] if answer else None)
+    assert model.store is not None
+    expect.index = model.store.read_memory_index(model.store.parse_rules().max_lines) or ""
     run = _Run(action.text)
     model.runs.append(run)
     turns = iter(action.turns)

@@ -66,8 +66,9 @@ def judge(want: Expected, seen: Observed, *, impl: str, scenario: str) -> list[F
         extra = None if want_p.extra is None else normalise(want_p.extra, want.root)
         if extra is not None:
             if not system.endswith(extra):
-                out.append(finding("host-system-prompt", _header_clause(extra, system), op,
-                                   f"expected the system prompt to end with {extra[-300:]!r}; it ends with {system[-300:]!r}"))
+                clause, why = prompt_difference(extra, system)
+                out.append(finding("host-system-prompt", clause, op,
+                                   "the extension's part of the system prompt differs from S-INJECT's: " + why))
             previous = extra
         elif previous is not None and previous not in system:
             out.append(finding("host-memory-hidden", "S-INJECT-4", op,
@@ -99,11 +100,20 @@ def judge(want: Expected, seen: Observed, *, impl: str, scenario: str) -> list[F
     return out
 
 
-def _header_clause(extra: str, system: str) -> str:
-    for header, clause in HEADERS:
-        if (header in extra) != (header in system):
-            return clause
-    return "S-INJECT-8"
+def prompt_difference(extra: str, system: str) -> tuple[str, str]:
+    """The clause and first differing line of a system prompt that should end with
+    ``extra`` (its first line continues the host's last line), the clause by the section the
+    line belongs to (S-INJECT-5/6/7), S-INJECT-8 when none."""
+    want = extra.split("\n")
+    got = system.split("\n")[-len(want):]
+    if len(got) < len(want):
+        return "S-INJECT-8", f"the prompt has {len(got)} lines, the extension's part alone {len(want)}"
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        if w != g and not (i == 0 and g.endswith(w)):
+            above = [h for h in reversed(want[:i + 1]) for header, _ in HEADERS if h.startswith(header)]
+            clause = next((c for header, c in HEADERS if above and above[0].startswith(header)), "S-INJECT-8")
+            return clause, f"line {i + 1} of it: expected {w!r}, got {g!r}"
+    return "S-INJECT-8", "it is not at the end of the prompt"
 
 
 def _same_followups(want: list[str], seen: list[str], summaries: list[str]) -> bool:
@@ -139,7 +149,11 @@ def schema_shape(schema: dict[str, Any]) -> dict[str, Any]:
     return {"properties": props, "required": sorted(schema.get("required") or [])}
 
 
-def tool_differences(want: dict[str, dict[str, Any]], seen: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def tool_differences(
+    want: dict[str, dict[str, Any]], seen: list[dict[str, Any]], *, extra_required: bool = False
+) -> list[tuple[str, str]]:
+    """Tools missing or with parameters other than SPEC's; ``extra_required`` lets a host
+    mark an optional parameter required (OpenCode does for ones with a default)."""
     by_name = {str(t.get("name")): t for t in seen}
     out: list[tuple[str, str]] = []
     for name, schema in want.items():
@@ -147,6 +161,8 @@ def tool_differences(want: dict[str, dict[str, Any]], seen: list[dict[str, Any]]
             out.append(("S-TOOLS-1", f"tool {name} not offered to the model (offered: {sorted(by_name)})"))
             continue
         expect, got = schema_shape(schema), schema_shape(by_name[name].get("parameters") or {})
+        if extra_required and set(expect["required"]) <= set(got["required"]):
+            got["required"] = expect["required"]
         if expect != got:
             clause = {"write_memory": "S-TOOLS-2", "remove_memory": "S-TOOLS-3"}.get(name, "S-TOOLS-4")
             out.append((clause, f"{name} parameters {got} instead of {expect}"))

@@ -8,6 +8,7 @@ pass.
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from ..scenarios import Scenario, Step
 from .expected import expected
 from .fake_model import FakeModel, Request
 from .judge import Observed, PromptSeen, judge
+from .judge_opencode import judge_opencode
+from .opencode import OpenCodeSession
 from .pi import HostError, PiSession
 from .script import COMPACT, END, FILE_ACTIONS, PROMPT, SESSION, HostScript
 
@@ -52,15 +55,20 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
     started = time.monotonic()
     if spec.kind not in script.hosts:
         return HostOutcome(scenario, "skip", 0.0, reason=f"not a {spec.kind} scenario")
+    if scenario.data["host"].get("cross"):
+        return HostOutcome(scenario, "skip", 0.0, reason="a cross-host script: give --impl pi-host:… and --impl opencode-host:…")
     sandbox = Sandbox.create()
     try:
         place_given(sandbox, scenario.given)
+        if spec.kind == "opencode-host":
+            mirror_for_opencode(sandbox)
         try:
             seen = _play(spec, script, sandbox, timeout)
         except HostError as e:
             return HostOutcome(scenario, "error", time.monotonic() - started, reason=str(e))
         want = expected(scenario, script, seen.summaries)
-        found = judge(want, seen, impl=spec.label, scenario=scenario.id)
+        judged = judge_opencode if spec.kind == "opencode-host" else judge
+        found = judged(want, seen, impl=spec.label, scenario=scenario.id)
         status = "fail" if any(f.severity == "violation" for f in found) else "pass"
         return HostOutcome(scenario, status, time.monotonic() - started, found)
     finally:
@@ -75,11 +83,15 @@ def _play(spec: HostSpec, script: HostScript, sandbox: Sandbox, timeout: float) 
     prompts: list[PromptSeen] = []
     summaries: list[str] = []
     with FakeModel(lifetime=timeout * (len(script.actions) + 2)) as model:
-        session: PiSession | None = None
+        session: PiSession | OpenCodeSession | None = None
 
-        def start() -> PiSession:
-            s = PiSession(spec.path, sandbox.agent_dir, sandbox.home, work, model.base_url, host=spec.host,
-                          timeout=timeout)
+        def start() -> PiSession | OpenCodeSession:
+            s: PiSession | OpenCodeSession
+            if spec.kind == "opencode-host":
+                s = OpenCodeSession(spec.path, sandbox.home, work, model.base_url, timeout=timeout)
+            else:
+                s = PiSession(spec.path, sandbox.agent_dir, sandbox.home, work, model.base_url, host=spec.host,
+                              timeout=timeout)
             s.start(stderr)
             return s
 
@@ -112,6 +124,19 @@ def _play(spec: HostSpec, script: HostScript, sandbox: Sandbox, timeout: float) 
         unplayed = model.pending()
     return Observed(prompts, summaries, stderr.read_text(encoding="utf-8", errors="replace") if stderr.exists() else "",
                     sandbox.snapshot(), str(sandbox.root), unplayed, _all_tools(model.requests))
+
+
+def mirror_for_opencode(sandbox: Sandbox) -> None:
+    """The scenario's local store and configuration where OpenCode keeps its own
+    (``$XDG_CONFIG_HOME/opencode/``): the same store, each tool's local location."""
+    target = sandbox.home / ".config" / "opencode"
+    config = sandbox.agent_dir / "memory.jsonc"
+    if config.is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(config, target / "memory.jsonc")
+    local = sandbox.agent_dir / "memory"
+    if local.is_dir():
+        shutil.copytree(local, target / "memory", symlinks=True, dirs_exist_ok=True)
 
 
 def _summary(event: dict[str, Any]) -> str:
