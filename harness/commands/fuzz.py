@@ -6,7 +6,9 @@ implementation as it named itself in ``hello`` (``peers.preflight``), never the 
 standing in for a peer.  Today ``store_model`` drives ``python`` in process and ``pi:``
 through its driver; ``differential`` compares the reference with any peer; ``rollback``,
 ``lock_protocol`` and ``session`` need the reference's in-process seams and are refused for
-peers, each naming the command that does attack peers.  Machines run in batches of one
+peers, each naming the command that does attack peers; ``shared_store`` drives any co-writer
+(OpenCode included, the reference through its server process) judged by the shared-store
+contract.  Machines run in batches of one
 profile's worth of examples, round robin, each batch with a fresh seed, until the budget is
 spent (checked between batches).  Each failure is a ``Finding`` with its seed and rerun
 command, its shrunk example exported as a regression scenario (``--export``, default
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..machines import MACHINES, bind, load, profiles, unbind
+from ..machines import IN_PROCESS, MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
 from ..oracles.findings import (
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             reason = reason or bind(name, spec, ops, timeout=args.timeout)
             if reason:
                 tallies[name].ran_against, tallies[name].refused = "", reason
-            elif spec.kind == "python" and name != "differential":
+            elif spec.kind == "python" and name in IN_PROCESS:
                 tallies[name].ran_against = f"{impl} (in process)"
         return _run(args, spec, info, profile, tallies)
     finally:

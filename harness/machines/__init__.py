@@ -3,7 +3,8 @@
 ``store_model`` (the reference vs the shadow, the exact SPEC-written store; module
 ``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_protocol``
 (logical lock holders), ``session`` (S-INJECT's injection state machine) and ``differential``
-(reference vs a peer through the protocol).  Each module's ``bind(spec, ops)`` makes its
+(reference vs a peer through the protocol) and ``shared_store`` (any co-writer, OpenCode
+included, judged by the shared-store contract).  Each module's ``bind(spec, ops)`` makes its
 machine drive the named implementation or returns the one-line reason it cannot, so ``fuzz``
 never runs the reference while naming a peer.  The registered names are what ``fuzz --machine``,
 exported regressions and rerun commands use, so they stay when a module is renamed.  Each records its steps as a
@@ -27,6 +28,7 @@ MACHINES: dict[str, str] = {
     "lock_protocol": "lock_protocol:LockProtocolMachine",
     "session": "session:SessionMachine",
     "differential": "differential:DifferentialMachine",
+    "shared_store": "shared_store:SharedStoreMachine",
 }
 IN_PROCESS = ("store_model", "rollback", "lock_protocol", "session")
 """The machines that run the reference in process (the differential one needs a peer)."""

@@ -98,6 +98,9 @@ class Driven:
         elif "reset" in self.driver.ops:
             answer = self.driver.call("reset")
             assert answer.ok, f"{self.name}: reset refused: {answer.error}"
+        elif "fresh_instance" in self.driver.ops:  # OpenCode: the module graph loaded anew
+            answer = self.driver.call("fresh_instance")
+            assert answer.ok, f"{self.name}: fresh_instance refused: {answer.error}"
         else:
             self.driver.close()
             self.driver = self._start()

@@ -23,8 +23,8 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_every_machine_is_collected_and_one_runs_on_the_shared_database(tmp_path: Path) -> None:
     ran = _pytest(tmp_path, "-vv")  # one example per machine: a look, not a campaign
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    for name in ("store_model", "rollback", "lock_protocol", "session"):
+    for name in ("store_model", "rollback", "lock_protocol", "session", "shared_store"):
         assert f"Test_{name}::runTest PASSED" in ran.stdout, ran.stdout
-    assert "4 passed, 1 skipped" in ran.stdout and "compares the reference with a peer" in ran.stdout
+    assert "5 passed, 1 skipped" in ran.stdout and "compares the reference with a peer" in ran.stdout
     assert (tmp_path / "db").is_dir()  # the campaign's database, not ./.hypothesis
     assert not (tmp_path / ".hypothesis" / "examples").exists()
