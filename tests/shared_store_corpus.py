@@ -677,6 +677,7 @@ for oname, step in {"write": write("Fresh", "fresh", "fresh", ["error"]), "remov
     if oname == "repair":  # repair may index lost.md (untombstoned here): the index is the tool's
         SCENARIOS[-1]["then"]["store"].pop(D + "MEMORY.md")
         SCENARIOS[-1]["then"]["ignore"] = [{"path": D + "MEMORY.md", "reason": "repair may index lost.md (PEER-16)"}]
+        SCENARIOS[-1]["then"]["present"].append(D + "MEMORY.md")
 UP = "- [Up](../up.md) " + OLD + " -- escape"
 UP_IDX = HEAD + UP + "\n" + entry("Kept", "kept.md", "kept", OLD)
 for oname, (step, after) in {
