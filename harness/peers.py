@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .hangwatch import wait_line
+from .oracles.outcome_kind import KIND_OPS
 from .procs import blocked_in
 from .validation import first_error
 
@@ -131,6 +132,8 @@ class Answer:
     result: Any = None
     error: dict[str, Any] | None = None
     clock_ms: int | None = None  # the driver's clock after the op, when it is virtual
+    outcome: dict[str, Any] | None = None  # the outcome kind a driver declaring outcome_kinds gives
+    kinds_declared: bool = False  # its hello declared outcome_kinds (oracles.outcome_kind)
 
 
 @dataclass
@@ -299,9 +302,14 @@ class Driver:
             raise DriverError(
                 f"{self.spec.name}: answer to {op!r} has id {got!r}, expected {rid}", self.stderr()
             )
-        clock = message.get("clock_ms")
+        clock, outcome = message.get("clock_ms"), message.get("outcome")
+        declared = self.hello.get("outcome_kinds") is True
+        if declared and message.get("ok") and outcome is None and op in KIND_OPS:
+            raise DriverError(f"{self.spec.name}: protocol violation: its hello declares outcome_kinds, but the answer "
+                              f"to {op!r} carries no outcome", self.stderr())
         return Answer(bool(message.get("ok")), message.get("result"), message.get("error"),
-                      clock if isinstance(clock, int) else None)
+                      clock if isinstance(clock, int) else None,
+                      outcome if isinstance(outcome, dict) else None, declared)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -24,12 +24,22 @@ def outcome_failures(where: str, impl: str, op: str, answer: outcome_kind.Reply,
     """The answer's kind is not among ``wanted`` (nothing asked: no failure)."""
     if not wanted:
         return []
-    kind = outcome_kind.classify(impl, op, answer)
+    kind = outcome_kind.outcome_of(impl, op, answer)
     if outcome_kind.matches(kind, wanted):
         return []
     got = answer.result if answer.ok else answer.error
-    detail = f"outcome {kind}" + (" (a text no classifier table knows)" if kind == outcome_kind.UNKNOWN else "")
+    detail = f"outcome {kind}" + _why(kind, answer)
     return [(where + " outcome", " or ".join(wanted), f"{kind}: {_show(got)}", detail)]
+
+
+def _why(kind: str, answer: outcome_kind.Reply) -> str:
+    if kind == outcome_kind.MISSING:
+        return " (the driver declares outcome_kinds in hello, but this answer carries no outcome)"
+    if kind != outcome_kind.UNKNOWN:
+        return ""
+    if getattr(answer, "outcome", None) is not None:
+        return f" (a declared outcome outside the vocabulary: {_show(getattr(answer, 'outcome', None))})"
+    return " (a text no classifier table knows)"
 
 
 def store_failures(store: dict[str, Content], after: dict[str, bytes]) -> list[Row]:

@@ -105,3 +105,78 @@ def test_ss_out_1_unknown_family_uses_tables_that_agree() -> None:
 def test_ss_out_1_busy_text_is_exact() -> None:
     assert ok_.classify(OC, "write_memory", A(True, BUSY.rstrip("."))) == "refused"  # an `Error:` text, not busy
     assert ok_.classify(REF, "write_memory", A(True, BUSY + " ")) == ok_.UNKNOWN
+
+
+# ------------------------------------------------------------------ declared kinds (issue 22 item 1)
+
+
+@dataclass
+class D:
+    """An answer from a driver whose hello declares ``outcome_kinds`` (``harness.peers.Answer``)."""
+
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+    outcome: dict[str, Any] | None = None
+    kinds_declared: bool = True
+
+
+def test_ss_out_1_a_declared_kind_is_judged_and_the_text_never_read() -> None:
+    reworded = D(True, "Saved new note 'Alpha'", outcome={"kind": "ok", "detail": "created"})
+    assert ok_.outcome_of("my-tool", "write_memory", reworded) == "ok:created"
+    assert ok_.classify("my-tool", "write_memory", reworded) == "ok"
+    # the declared kind wins even over a text a table knows
+    assert ok_.classify(REF, "write_memory", D(True, OPENPI_TEXTS[0][1], outcome={"kind": "busy"})) == "busy"
+    refused = D(False, error={"kind": "Error", "message": "nope"}, outcome={"kind": "refused", "detail": "invalid-topic"})
+    assert ok_.outcome_of("my-tool", "write_memory", refused) == "refused:invalid-topic"
+    # an error answer without an outcome is an error, as for any driver
+    assert ok_.classify("my-tool", "write_memory", D(False, error={"kind": "Error", "message": "x"})) == "error"
+
+
+def test_ss_out_1_a_declaring_driver_that_omits_its_kind_matches_nothing() -> None:
+    missing = D(True, "Created memory topic \"A\" (a.md).")  # a text a table knows: not consulted
+    assert ok_.outcome_of(REF, "write_memory", missing) == ok_.MISSING
+    assert not ok_.matches(ok_.MISSING, ok_.KINDS)
+    # a reader op carries no kind, and a non-declaring driver's text is still classified
+    assert ok_.outcome_of("my-tool", "index_entries", D(True, [])) == ok_.UNKNOWN
+    assert ok_.classify(REF, "write_memory", A(True, OPENPI_TEXTS[0][1])) == "ok"
+
+
+def test_ss_out_1_a_declared_kind_outside_the_vocabulary_is_unknown() -> None:
+    for bad in ({"kind": "fine"}, {"kind": "ok", "detail": "saved"}, {"kind": "busy", "detail": "pinned"}, {"detail": "x"}):
+        assert ok_.outcome_of("my-tool", "write_memory", D(True, "x", outcome=bad)) == ok_.UNKNOWN, bad
+
+
+def test_ss_out_1_details_match_a_plain_kind_and_only_their_own_detail() -> None:
+    assert ok_.matches("ok:created", "ok")
+    assert ok_.matches("ok:created", ("busy", "ok:created"))
+    assert not ok_.matches("ok:updated", "ok:created")
+    assert not ok_.matches("ok", "ok:created")  # a plain ok does not say it created
+    assert ok_.matches("ok:updated", "ok:appended")  # an append is an update (S-WRITE-3)
+    assert ok_.outcome_of("t", "write_memory", D(True, "x", outcome={"kind": "ok", "detail": "appended"})) == "ok:updated"
+
+
+@pytest.mark.parametrize(("op", "text", "full"), [
+    ("write_memory", OPENPI_TEXTS[0][1], "ok:created"), ("write_memory", OPENPI_TEXTS[1][1], "ok:updated"),
+    ("pin_memory", OPENPI_TEXTS[9][1], "ok:pinned"), ("pin_memory", OPENPI_TEXTS[11][1], "ok:unchanged"),
+    ("remove_memory", OPENPI_TEXTS[6][1], "refused:pinned"),
+])
+def test_ss_out_1_the_text_tables_give_the_same_details(op: str, text: str, full: str) -> None:
+    assert ok_.outcome_of(REF, op, A(True, text)) == full
+
+
+def test_ss_out_1_the_schemas_carry_the_same_vocabulary() -> None:
+    import json
+
+    from memconform.harness.ops import PROTOCOL_SCHEMA, schema
+    from memconform.harness.scenarios import SCENARIOS_DIR
+
+    outcome = json.loads(PROTOCOL_SCHEMA.read_text())["$defs"]["outcome"]
+    assert tuple(outcome["properties"]["kind"]["enum"]) == ok_.KINDS
+    by_kind = {c["if"]["properties"]["kind"].get("const"): tuple(c["then"]["properties"]["detail"]["enum"])
+               for c in outcome["allOf"] if "properties" in c["then"]}
+    assert by_kind == dict(ok_.DETAILS)
+    ops = schema()["$defs"]["ops"]
+    assert {op for op, d in ops.items() if "outcome" in d} == ok_.KIND_OPS
+    scenario_kinds = json.loads((SCENARIOS_DIR / "scenario.schema.json").read_text())["$defs"]["kind"]["enum"]
+    assert set(scenario_kinds) == set(ok_.KINDS) | {f"{k}:{d}" for k, ds in ok_.DETAILS.items() for d in ds}
