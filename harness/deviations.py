@@ -1,19 +1,26 @@
-"""``scenarios/KNOWN_DEVIATIONS.md``: which scenarios a peer is known to fail, and why.
+"""``scenarios/KNOWN_DEVIATIONS.md`` and a user's ``--deviations`` files: which scenarios an
+implementation is known to fail, exactly how, and why.
 
-Rows of the Markdown tables ``| impl | version | scenario id | reason |`` are read.  A listed
-scenario that fails is an expected failure; one that passes is an ``xpass`` (the list must stay
-true); a failure not listed stays a failure.  The list names scenarios, not areas, so that it
-cannot hide a new failure:
+Rows of the Markdown tables ``| impl | version | scenario id | first difference | differing |
+reason |`` are read; ``impl`` and ``version`` are what the driver's ``hello`` reports (a row
+naming a version covers that version only, ``*`` every one).  A row names the difference it
+expects (issue 25 item 1): the scenario's first difference (where, and its kind) and the set
+of every place that differs (files, result fields, outcomes: :func:`difference`).  A listed
+scenario that fails exactly so is an expected failure; one that fails in any other way stays
+a failure whose reason names the unexpected difference (a listed deviation must not hide a
+second bug in its scenario); one that passes is an ``xpass`` (the list must stay true); a
+failure not listed stays a failure.  The list names scenarios, not areas:
 
 - a row must name at least one scenario id of the corpus (checked when loading);
-- a glob row (``*``, ``?``, ``[``) is allowed only over ids that each ran and failed with one
-  and the same first difference (:func:`signature`); a glob matching a scenario that passed,
-  was skipped, or failed differently turns every scenario it matches into an error naming the
-  row (checked where the list is applied, :func:`apply`).
+- a glob row (``*``, ``?``, ``[``) is allowed only over ids that each ran and failed with the
+  row's difference (step numbers aside); a glob matching a scenario that passed, was skipped,
+  or failed differently turns every scenario it matches into an error naming the row
+  (checked where the list is applied, :func:`apply`).
 """
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
 import json
 import re
@@ -23,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .oracles.expect import Failure
 from .scenarios import SCENARIOS_DIR, ScenarioError
 
 if TYPE_CHECKING:
@@ -36,6 +44,9 @@ CLASSES = ("harmless", "interop")
 SHARED_STORE_PREFIX = "shared-store/"
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _STEP_NO = re.compile(r"\bstep \d+\b")
+HEADER = "| impl | version | scenario | first difference | differing | reason |"
+PLACES_SEP = "; "
+NONE = "-"  # the ``differing`` cell of an error with no failure before it
 
 
 class DeviationsError(ScenarioError):
@@ -50,6 +61,10 @@ class Deviation:
     reason: str
     line: int = 0
     path: str = ""
+    # the difference the row expects (:func:`difference`); a row read from a file always has
+    # one, "" (any failure) only for rows built in code
+    first: str = ""
+    differing: tuple[str, ...] = ()
 
     @property
     def klass(self) -> str | None:
@@ -66,6 +81,12 @@ class Deviation:
         """How an error names this row: ``KNOWN_DEVIATIONS.md:12 (impl version pattern)``."""
         where = f"{Path(self.path).name or 'KNOWN_DEVIATIONS.md'}:{self.line}"
         return f"{where} ({self.impl} {self.version} {self.pattern})"
+
+    def expects(self, o: Outcome) -> bool:
+        """``o`` failed with exactly the difference this row names (a glob: step numbers aside)."""
+        if not self.first:
+            return True
+        return _expected(self) == _got(self, o)
 
     def applies(self, impl: str, version: str, scenario_id: str) -> bool:
         return (
@@ -85,7 +106,7 @@ def _cells(line: str) -> list[str]:
 def parse(text: str, path: str = "KNOWN_DEVIATIONS.md") -> list[Deviation]:
     """The rows of every table in ``text``; header and separator rows are skipped.
 
-    A table row with other than four cells is an error (a reason's ``|`` must be ``\\|``).
+    A table row with other than six cells is an error (a ``|`` inside a cell must be ``\\|``).
     """
     out: list[Deviation] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -94,13 +115,15 @@ def parse(text: str, path: str = "KNOWN_DEVIATIONS.md") -> list[Deviation]:
         cells = _cells(line)
         if all(set(c) <= set("-: ") for c in cells) or cells[0] == "impl":
             continue
-        if len(cells) != 4:
-            raise DeviationsError(path, f"line {number}", f"{len(cells)} cells, expected | impl | version | scenario | reason |")
-        impl, version, pattern, reason = cells
-        pattern = pattern.strip("`")
-        if not (impl and version and pattern and reason):
-            raise DeviationsError(path, f"line {number}", "every cell (impl, version, scenario, reason) must be filled")
-        out.append(Deviation(impl, version, pattern, reason, number, path))
+        if len(cells) != 6:
+            raise DeviationsError(path, f"line {number}", f"{len(cells)} cells, expected {HEADER}")
+        impl, version, pattern, first, differing, reason = (c.strip("`") if i in (2, 3, 4) else c
+                                                             for i, c in enumerate(cells))
+        if not all((impl, version, pattern, first, differing, reason)):
+            raise DeviationsError(path, f"line {number}", "every cell (impl, version, scenario, first difference, "
+                                  "differing, reason) must be filled")
+        places = () if differing == NONE else tuple(p.strip() for p in differing.split(PLACES_SEP.strip()))
+        out.append(Deviation(impl, version, pattern, reason, number, path, first, tuple(sorted(places))))
     return out
 
 
@@ -146,6 +169,38 @@ def load(path: Path | None = None, ids: Collection[str] | None = None) -> list[D
     return devs
 
 
+def add_argument(p: argparse.ArgumentParser) -> None:
+    """``--deviations FILE``, repeatable, for every command that applies the list."""
+    p.add_argument("--deviations", type=Path, action="append", default=[], metavar="FILE",
+                   help="your own known deviations (repeatable; the format of scenarios/KNOWN_DEVIATIONS.md, "
+                   "rows keyed by the name and version your driver's hello reports)")
+
+
+def load_all(
+    extra: Iterable[Path] = (), scenario_dirs: Iterable[Path] = (), more_ids: Iterable[str] = ()
+) -> list[Deviation]:
+    """The packaged list and each ``--deviations`` file, under the same refusals: a row names a
+    scenario of the corpus, of the ``--scenarios`` folders or ``more_ids`` (replayed files), no
+    id twice for one version across all files.  A file that cannot be read is one error naming it."""
+    devs = load()
+    files = list(extra)
+    if not files:
+        return devs
+    ids = set(corpus_ids()) | set(more_ids)
+    for root in scenario_dirs:
+        ids |= corpus_ids(Path(root))
+    for f in files:
+        if f.is_dir() or not f.exists():
+            raise DeviationsError(f, "$", "no such file" if not f.exists() else "is a directory")
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DeviationsError(f, "$", f"cannot be read ({e})") from None
+        devs += parse(text, str(f))
+    check(devs, ids)
+    return devs
+
+
 def expected_failure(devs: list[Deviation], impl: str, version: str, scenario_id: str) -> Deviation | None:
     """The row listing ``scenario_id`` for this implementation; a row naming the id exactly
     wins over a glob."""
@@ -155,17 +210,72 @@ def expected_failure(devs: list[Deviation], impl: str, version: str, scenario_id
     return best[0] if best else None
 
 
-def signature(o: Outcome) -> str:
-    """What a failing scenario's first difference is, without its numbers: where it was seen
-    and what kind of difference (a glob's ids must share it)."""
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+_SANDBOX = re.compile(r"/[^\s()'\"]*?/memconform-[^/\s()'\"]+")  # a run's temporary root (harness.sandbox)
+_KIND_END = re.compile(r": | at | \(|;")
+
+
+def _kind(detail: str) -> str:
+    """A failure's kind of difference, without the texts it quotes or the byte offset it
+    was seen at (its counts stay: ``4 LF-pieces expected, 3 found``, ``line 3``)."""
+    head = _KIND_END.split(detail, 1)[0].strip() if detail else ""
+    return head[:60] or "differs"
+
+
+def difference(o: Outcome) -> tuple[str, tuple[str, ...]]:
+    """What a failed or errored scenario's difference is: its first difference (where, and
+    what kind, without quoted texts; an error: ``error: «reason»`` without its numbers, which
+    are timings, or the sandbox's temporary path) and the set of
+    every place that differs (``step 2 (write_memory) outcome``, ``store MEMORY.md``,
+    ``file agent/memory/a.md`` …).  A deviation row states both (:class:`Deviation`)."""
+    places = tuple(sorted({f.where for f in o.failures}))
     if o.status == "error" or not o.failures:
-        return "error: " + re.sub(r"\d+(\.\d+)?", "N", o.reason.split(":", 1)[-1].strip())[:80]
+        text = o.reason.removeprefix(f"{o.impl}: ")  # the driver as given (``pi:/path``): not the difference
+        return "error: " + _NUMBER.sub("N", _SANDBOX.sub("…", text))[:200].strip(), places
     f = o.failures[0]
-    kind = f.detail.split(" at ", 1)[0] if f.detail else "differs"
-    return f"{_STEP_NO.sub('step N', f.where)}: {kind}"
+    return f"{f.where}: {_kind(f.detail)}", places
 
 
-def _glob_problem(matched: list[Outcome]) -> str:
+def cells(o: Outcome) -> tuple[str, str]:
+    """A failed outcome's ``first difference`` and ``differing`` cells, as a row states them."""
+    first, places = difference(o)
+    return first.replace("|", "\\|"), PLACES_SEP.join(places).replace("|", "\\|") or NONE
+
+
+def _steps_aside(text: str) -> str:
+    return _STEP_NO.sub("step N", text)
+
+
+def _expected(d: Deviation) -> tuple[str, tuple[str, ...]]:
+    if d.is_glob:
+        return _steps_aside(d.first), tuple(sorted({_steps_aside(p) for p in d.differing}))
+    return d.first, d.differing
+
+
+def _got(d: Deviation, o: Outcome) -> tuple[str, tuple[str, ...]]:
+    first, places = difference(o)
+    if d.is_glob:
+        return _steps_aside(first), tuple(sorted({_steps_aside(p) for p in places}))
+    return first, places
+
+
+def signature(o: Outcome) -> str:
+    """A failing scenario's first difference with its step numbers aside (what a glob's ids share)."""
+    return _steps_aside(difference(o)[0])
+
+
+def unexpected(d: Deviation, o: Outcome) -> str:
+    """Why ``o`` is not the deviation ``d`` lists: the difference expected and the one seen."""
+    want_first, want = _expected(d)
+    got_first, got = _got(d, o)
+    extra, gone = sorted(set(got) - set(want)), sorted(set(want) - set(got))
+    parts = [f"expected first difference {want_first!r}, got {got_first!r}"] if want_first != got_first else []
+    parts += [f"also differs: {PLACES_SEP.join(extra)}"] if extra else []
+    parts += [f"no longer differs: {PLACES_SEP.join(gone)}"] if gone else []
+    return f"{d.row()} lists another difference; " + "; ".join(parts)
+
+
+def _glob_problem(d: Deviation, matched: list[Outcome]) -> str:
     """Why a glob row may not stand over these outcomes ('' if it may)."""
     not_failed = [f"{o.scenario.id} ({o.status})" for o in matched if o.status not in ("fail", "error")]
     if not_failed:
@@ -173,15 +283,20 @@ def _glob_problem(matched: list[Outcome]) -> str:
     sigs = sorted({signature(o) for o in matched})
     if len(sigs) > 1:
         return "its scenarios fail for different reasons: " + " / ".join(sigs[:4])
+    other = [o.scenario.id for o in matched if not d.expects(o)]
+    if other:
+        return "its scenarios fail otherwise than the row says: " + ", ".join(other[:5])
     return ""
 
 
 def apply(
     outcomes: Iterable[Outcome], impl: str, version: str, devs: list[Deviation] | None = None
 ) -> list[str]:
-    """Mark listed failures ``xfail`` and listed passes ``xpass``; a glob row whose scenarios
-    did not all fail with one first difference makes each of them an ``error`` naming the row.
-    Returns the glob violations, one line each."""
+    """Mark listed failures that fail as the row says ``xfail`` and listed passes ``xpass``;
+    a listed scenario that fails otherwise stays failed, its reason (and a last failure line)
+    naming the unexpected difference; a glob row whose scenarios did not all fail with its
+    difference makes each of them an ``error`` naming the row.  Returns the glob violations,
+    one line each."""
     devs = load() if devs is None else devs
     outcomes = list(outcomes)
     chosen: dict[int, Deviation] = {}
@@ -193,7 +308,7 @@ def apply(
     broken: set[int] = set()
     for d in sorted({d for d in chosen.values() if d.is_glob}, key=lambda d: d.line):
         idx = [i for i, dd in chosen.items() if dd == d]
-        why = _glob_problem([outcomes[i] for i in idx])
+        why = _glob_problem(d, [outcomes[i] for i in idx])
         if why:
             line = f"{d.row()}: a glob row must cover only scenarios that ran and failed for one reason; {why}"
             problems.append(line)
@@ -204,8 +319,14 @@ def apply(
         if i in broken:
             continue
         o = outcomes[i]
-        if o.status in ("fail", "error"):
+        if o.status in ("fail", "error") and d.expects(o):
             o.status, o.reason = "xfail", d.reason
+        elif o.status in ("fail", "error"):
+            why = unexpected(d, o)
+            if o.status == "fail":
+                o.failures.append(Failure(f"deviation {d.row()}", f"{d.first} at {PLACES_SEP.join(d.differing) or NONE}",
+                                          "; ".join(cells(o)), "a difference the row does not list"))
+            o.reason = why if o.status == "fail" else f"{why}; {o.reason}"
         elif o.status == "pass":
             o.status = "xpass"
     return problems

@@ -41,7 +41,7 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.memconform_clause(clause))
 
     def runtest(self) -> None:
-        from .deviations import expected_failure, load
+        from .deviations import apply, expected_failure, load
         from .runner import Worker
 
         workers = self.config.stash.setdefault(_WORKER, {})
@@ -53,14 +53,15 @@ class ScenarioItem(pytest.Item):
                 strict=self.config.getoption("--memconform-strict"),
             )
         outcome = worker.run(self.scenario)
-        known = expected_failure(load(), worker.impl, worker.version, self.scenario.id)
         if outcome.status == "skip":
             pytest.skip(outcome.reason)
-        failed = outcome.status in ("fail", "error")
-        if known is not None:
-            if failed:
-                pytest.xfail(f"known deviation: {known.reason}")
+        known = expected_failure(devs := load(), worker.impl, worker.version, self.scenario.id)
+        apply([outcome], worker.impl, worker.version, devs)  # listed, and failing exactly as the row says
+        if outcome.status == "xfail":
+            pytest.xfail(f"known deviation: {outcome.reason}")
+        if outcome.status == "xpass" and known is not None:
             raise ScenarioFailure(f"listed in KNOWN_DEVIATIONS.md but passes: {known.reason}")
+        failed = outcome.status in ("fail", "error")
         if failed:
             detail = "\n".join(f.render() for f in outcome.failures) or outcome.reason
             raise ScenarioFailure(f"{', '.join(self.scenario.clauses)}\n{detail}\n{outcome.stderr}")

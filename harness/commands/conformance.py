@@ -55,13 +55,20 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    help="run every driver on the real clock (default: virtual time where the driver offers it)")
     selection.add_arguments(c)
     c.add_argument("--quiet", action="store_true", help="no per-scenario lines, no progress line")
-    c.add_argument("--profile", choices=PROFILES, help="contract to judge by (default: openpi for python and pi:, "
-                   "shared-store for opencode:, else what the driver's hello declares; docs/ARCHITECTURE.md §7)")
+    c.add_argument("--profile", metavar="NAME", help=f"contract to judge by: {' | '.join(PROFILES)} or a profile "
+                   "your --scenarios name (default: openpi for python and pi:, shared-store for opencode:, else what "
+                   "the driver's hello declares; docs/ARCHITECTURE.md §7)")
+    deviations.add_argument(c)
 
 
-def apply_deviations(outcomes: list[Outcome], impl: str, version: str) -> None:
-    """KNOWN_DEVIATIONS.md applied, its glob rule included (``deviations.apply``)."""
-    deviations.apply(outcomes, impl, version)
+def apply_deviations(outcomes: list[Outcome], impl: str, version: str, devs: list[deviations.Deviation]) -> None:
+    """KNOWN_DEVIATIONS.md and ``--deviations`` applied, the glob rule included (``deviations.apply``)."""
+    deviations.apply(outcomes, impl, version, devs)
+
+
+def load_deviations(args: argparse.Namespace) -> list[deviations.Deviation]:
+    """The packaged list and ``--deviations`` files, checked before anything runs."""
+    return deviations.load_all(getattr(args, "deviations", []) or [], getattr(args, "scenarios", []) or [])
 
 
 def label(info: ImplInfo) -> str:
@@ -78,7 +85,15 @@ def select(args: argparse.Namespace) -> list[Scenario]:
 
 def _in_profile(args: argparse.Namespace, spec: PeerSpec, scenarios: list[Scenario]) -> list[Scenario]:
     """The selected scenarios of the run's profile (``--profile`` or the implementation's default)."""
-    name = getattr(args, "profile", None) or profiles.default_profile(spec, timeout=args.timeout)
+    among = profiles.known(scenarios)
+    name = getattr(args, "profile", None)
+    if name is not None and name not in among:
+        raise SetupError(f"--profile {name!r}: no such profile (known: {', '.join(sorted(among))}; a profile of your "
+                         "own is one your --scenarios name)")
+    try:
+        name = name or profiles.default_profile(spec, timeout=args.timeout, among=among)
+    except profiles.ProfileError as e:
+        raise SetupError(f"{spec.name}: {e}") from None
     chosen = profiles.select(scenarios, name)
     if not chosen:
         raise SetupError(f"no scenario of profile {name!r} among the {len(scenarios)} selected")
@@ -106,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
     other = PeerSpec.parse(args.against) if args.against else None
     scenarios = select(args)
+    devs = load_deviations(args)
     impls = preflight([spec, *([other] if other else [])], timeout=args.timeout)
     scenarios = _in_profile(args, spec, scenarios)
     if other is not None:
@@ -119,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             validate=args.validate_protocol, strict=args.strict, real_time=args.real_time,
             on_outcome=lambda o: bar.advance(note=o.scenario.id),
         )
-    apply_deviations(outcomes, info.name, info.version)
+    apply_deviations(outcomes, info.name, info.version, devs)
     if not args.quiet:
         for o in outcomes:
             print(report.line(o), flush=True)

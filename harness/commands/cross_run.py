@@ -2,8 +2,8 @@
 
 Kept out of ``commands/conformance.py`` (which only dispatches here) so the single-tool run
 and the pair run do not share code paths they do not need.  Known deviations of a pair are
-rows ``| «implA»+«implB» | «verA»+«verB» | «scenario id» | reason |`` of KNOWN_DEVIATIONS.md
-(the pair label, in the order A, B: a sequence is not symmetric).
+rows ``| «implA»+«implB» | «verA»+«verB» | «scenario id» | … |`` of KNOWN_DEVIATIONS.md and of
+``--deviations`` files (the pair label, in the order A, B: a sequence is not symmetric).
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ def run_with(args: argparse.Namespace) -> int:
                                list(args.run), list(args.skip))
     if not scenarios:
         raise SetupError("no cross-tool sequence selected (scenarios/cross/ and --scenarios, by --run/--skip)")
+    devs = deviations.load_all(getattr(args, "deviations", []) or [], getattr(args, "scenarios", []) or [])
     impls = preflight([spec, other], timeout=args.timeout)
     impl, version = pair_label(impls[0], impls[1])
     run_report = new_report(args, impls)
     with progress(f"cross {spec.name} + {other.name}", len(scenarios), quiet=args.quiet) as bar:
         outcomes = run_pair(Pair(spec, other), scenarios, timeout=args.timeout, validate=args.validate_protocol,
                             strict=args.strict, on_outcome=lambda o: bar.advance(note=o.scenario.id))
-    deviations.apply(outcomes, impl, version)
+    deviations.apply(outcomes, impl, version, devs)
     if not args.quiet:
         for o in outcomes:
             print(report.line(o), flush=True)

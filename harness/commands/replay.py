@@ -3,6 +3,8 @@
 The files are checked before any peer starts (a missing file, a directory or bad JSON is one
 line, exit 2); the peer is asked ``hello`` up front; the verdict and ``--json`` are those of
 every command (a failing scenario a ``deviation`` violation, a hazard shown and counted).
+Known deviations (KNOWN_DEVIATIONS.md and ``--deviations FILE``) apply as in ``conformance``:
+a replayed scenario that fails exactly as its row says is an expected failure.
 
 A nemesis regression (``*.nemesis.jsonl``, ``harness.interleave.export``) re-runs its recorded
 schedule ``--runs`` times against the recorded implementations and says "reproduced k of n
@@ -19,6 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import deviations
 from ..peers import PeerSpec, preflight
 from ..reports import scenarios as report
 from ..runner import run_all
@@ -46,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--nemesis-impl", action="append", default=[], metavar="IMPL",
         help="nemesis regressions: implementations to run the schedule against instead (repeatable; default: as recorded)",
     )
+    deviations.add_argument(p)
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="scenario JSON files")
 
 
@@ -80,10 +84,12 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("scenario files replay on one implementation: give --impl once")
     spec = PeerSpec.parse(args.impl[0] if args.impl else "python")
     scenarios = load(args.files)
+    devs = deviations.load_all(args.deviations, more_ids=[sc.id for sc in scenarios])
     impls = preflight([spec], timeout=args.timeout)
     info = impls[0]
     run_report = new_report(args, impls)
     outcomes = run_all(spec, scenarios, timeout=args.timeout, validate=args.validate_protocol, strict=args.strict)
+    deviations.apply(outcomes, info.name, info.version, devs)
     impl = f"{info.name} {info.version}"
     found = [f for o in outcomes for f in report.scenario_findings(o, impl, spec.name)]
     for o in outcomes:

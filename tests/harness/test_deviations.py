@@ -1,8 +1,10 @@
-"""``KNOWN_DEVIATIONS.md`` names scenarios, not areas (issue 12 item 6).
+"""``KNOWN_DEVIATIONS.md`` names scenarios, not areas (issue 12 item 6), and the difference
+each one expects (issue 25 item 1).
 
 A row naming no scenario is refused when loading; a glob row over scenarios that did not each
-fail with one first difference becomes an error naming the row; a listed scenario that passes
-is an ``xpass`` (a failure); a failure nobody listed stays a failure.
+fail with the row's difference becomes an error naming the row; a listed scenario that passes
+is an ``xpass`` (a failure); a listed scenario that fails another way stays a failure naming
+the unexpected difference; a failure nobody listed stays a failure.
 """
 
 from __future__ import annotations
@@ -31,18 +33,19 @@ CORPUS = {sc.id: sc for sc in discover(SCENARIOS_DIR / "conformance", run=["writ
 IDS = sorted(CORPUS)[:4]
 A, B, C, D = IDS
 
+RESULT = "step 1 (write_memory) result"
+FIRST = f"{RESULT}: first difference"  # what outcome() below fails with
+
 TEXT = f"""# Known deviations
 
 Prose | with a pipe is not a row.
 
-| impl | version | scenario | reason |
-|---|---|---|---|
-| tool | 1.0 | {A} | texts differ |
-| tool | 1.0 | `{B}` | a \\| in the reason |
-| other | * | {C} | any version |
+| impl | version | scenario | first difference | differing | reason |
+|---|---|---|---|---|---|
+| tool | 1.0 | {A} | {FIRST} | {RESULT} | texts differ |
+| tool | 1.0 | `{B}` | {FIRST} | {RESULT} | a \\| in the reason |
+| other | * | {C} | {FIRST} | {RESULT} | any version |
 """
-
-RESULT = "step 1 (write_memory) result"
 
 
 def outcome(sid: str, status: str, where: str = RESULT, detail: str = "first difference at byte 0, line 1: …") -> Outcome:
@@ -62,6 +65,7 @@ def rows(text: str) -> list[Deviation]:
 
 def test_parse_reads_one_id_per_row_with_its_reason() -> None:
     devs = parse(TEXT, "K.md")
+    assert {(d.first, d.differing) for d in devs} == {(FIRST, (RESULT,))}
     assert [(d.impl, d.version, d.pattern, d.reason) for d in devs] == [
         ("tool", "1.0", A, "texts differ"),
         ("tool", "1.0", B, "a | in the reason"),
@@ -73,28 +77,30 @@ def test_parse_reads_one_id_per_row_with_its_reason() -> None:
 
 
 def test_a_row_with_a_bare_pipe_in_its_reason_is_refused() -> None:
-    with pytest.raises(DeviationsError, match="line 3: 5 cells"):
-        parse(f"| impl | version | scenario | reason |\n|---|---|---|---|\n| t | 1 | {A} | a | b |\n")
+    with pytest.raises(DeviationsError, match="line 3: 7 cells"):
+        parse(f"{deviations.HEADER}\n|---|---|---|---|---|---|\n| t | 1 | {A} | {FIRST} | {RESULT} | a | b |\n")
 
 
-def test_a_row_with_an_empty_cell_is_refused() -> None:
+def test_a_row_with_an_empty_cell_or_without_its_difference_is_refused() -> None:
     with pytest.raises(DeviationsError, match="every cell"):
-        parse(f"| t | 1 | {A} |  |\n")
+        parse(f"| t | 1 | {A} | {FIRST} |  | why |\n")
+    with pytest.raises(DeviationsError, match="4 cells"):  # the format before issue 25: no difference named
+        parse(f"| t | 1 | {A} | why |\n")
 
 
 def test_a_row_naming_no_scenario_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "K.md"
-    path.write_text(TEXT + "| tool | 1.0 | write/no-such-scenario | gone |\n")
+    path.write_text(TEXT + f"| tool | 1.0 | write/no-such-scenario | {FIRST} | {RESULT} | gone |\n")
     with pytest.raises(DeviationsError, match=r"line 10: 'write/no-such-scenario' names no scenario"):
         load(path, ids=set(CORPUS))
-    path.write_text(TEXT + "| tool | 1.0 | nothing/* | an area that does not exist |\n")
+    path.write_text(TEXT + f"| tool | 1.0 | nothing/* | {FIRST} | {RESULT} | an area that does not exist |\n")
     with pytest.raises(DeviationsError, match="names no scenario"):
         load(path, ids=set(CORPUS))
 
 
 def test_a_scenario_listed_twice_is_refused() -> None:
     with pytest.raises(DeviationsError, match="listed twice"):
-        rows(TEXT + f"| tool | 1.0 | {A} | again |\n")
+        rows(TEXT + f"| tool | 1.0 | {A} | {FIRST} | {RESULT} | again |\n")
 
 
 def test_the_shipped_list_names_each_scenario_by_its_id() -> None:
@@ -105,6 +111,7 @@ def test_the_shipped_list_names_each_scenario_by_its_id() -> None:
         assert not d.is_glob, f"{d.row()}: a glob in the shipped list"
         assert d.pattern in ids, d.row()
         assert d.reason.strip(), d.row()
+        assert d.first and (d.differing or d.first.startswith("error: ")), d.row()
     families = {d.impl.rstrip("?") for d in devs}
     assert {"openpi-memory", "openclaude-memory"} <= families
 
@@ -121,10 +128,16 @@ def test_listed_failure_is_expected_listed_pass_is_xpass_unlisted_failure_stays(
 
 
 def test_an_errored_listed_scenario_is_expected_and_other_versions_are_not_covered() -> None:
-    devs = rows(TEXT)
-    run = [Outcome(scenario=CORPUS[A], impl="tool", status="error", reason="no answer within 10 s")]
+    devs = rows(TEXT.replace(f"| {A} | {FIRST} | {RESULT} |", f"| {A} | error: no answer within N s | - |"))
+    def errored() -> list[Outcome]:
+        return [Outcome(scenario=CORPUS[A], impl="tool", status="error",
+                        reason="tool: no answer within 10 s (/tmp/x/memconform-ab12/agent)")]  # impl: the spec's name
+    assert deviations.difference(errored()[0]) == ("error: no answer within N s (…/agent)", ())
+    run = errored()
     apply(run, "tool", "2.0", devs)
     assert run[0].status == "error"
+    devs = rows(TEXT.replace(f"| {A} | {FIRST} | {RESULT} |", f"| {A} | error: no answer within N s (…/agent) | - |"))
+    run = errored()
     apply(run, "tool", "1.0", devs)
     assert run[0].status == "xfail"
     other = [outcome(C, "fail")]
@@ -133,8 +146,8 @@ def test_an_errored_listed_scenario_is_expected_and_other_versions_are_not_cover
 
 
 def test_a_glob_over_scenarios_failing_for_different_reasons_is_refused() -> None:
-    devs = rows(TEXT.replace(f"| tool | 1.0 | {A} | texts differ |", "| tool | 1.0 | write/* | an area |")
-                .replace(f"| tool | 1.0 | `{B}` | a \\| in the reason |\n", ""))
+    devs = rows(TEXT.replace(f"| tool | 1.0 | {A} |", "| tool | 1.0 | write/* |")
+                .replace(f"| tool | 1.0 | `{B}` | {FIRST} | {RESULT} | a \\| in the reason |\n", ""))
     run = [outcome(A, "fail"), outcome(B, "fail", where="file agent/memory/a.md", detail="missing")]
     problems = apply(run, "tool", "1.0", devs)
     assert len(problems) == 1
@@ -145,8 +158,16 @@ def test_a_glob_over_scenarios_failing_for_different_reasons_is_refused() -> Non
     assert all(o.reason == problems[0] and o.reason.startswith("KNOWN_DEVIATIONS.md:7 (tool 1.0 write/*)") for o in run)
 
 
+def test_a_glob_over_scenarios_failing_alike_but_not_as_the_row_says_is_refused() -> None:
+    devs = rows("| tool | 1.0 | write/* | file a.md: missing | file a.md | one reason |\n")
+    run = [outcome(A, "fail"), outcome(B, "fail")]
+    problems = apply(run, "tool", "1.0", devs)
+    assert len(problems) == 1 and "otherwise than the row says" in problems[0]
+    assert [o.status for o in run] == ["error", "error"]
+
+
 def test_a_glob_over_a_passing_or_skipped_scenario_is_refused() -> None:
-    devs = rows("| tool | 1.0 | write/* | an area |\n")
+    devs = rows(f"| tool | 1.0 | write/* | {FIRST} | {RESULT} | an area |\n")
     run = [outcome(A, "fail"), outcome(B, "pass"), outcome(C, "skip")]
     problems = apply(run, "tool", "1.0", devs)
     assert len(problems) == 1 and f"{B} (pass)" in problems[0] and f"{C} (skip)" in problems[0]
@@ -154,7 +175,7 @@ def test_a_glob_over_a_passing_or_skipped_scenario_is_refused() -> None:
 
 
 def test_a_glob_over_scenarios_with_one_first_difference_stands() -> None:
-    devs = rows("| tool | 1.0 | write/* | one reason |\n")
+    devs = rows(f"| tool | 1.0 | write/* | {FIRST} | {RESULT} | one reason |\n")
     run = [outcome(A, "fail"), Outcome(scenario=CORPUS[B], impl="tool", status="fail",
                                        failures=[Failure("step 3 (write_memory) result", "'p'", "'q'", "first difference at byte 7")])]
     assert signature(run[0]) == signature(run[1])
@@ -163,11 +184,50 @@ def test_a_glob_over_scenarios_with_one_first_difference_stands() -> None:
 
 
 def test_an_exact_row_wins_over_a_glob_and_takes_its_scenario_out_of_the_glob() -> None:
-    devs = rows(f"| tool | 1.0 | write/* | glob |\n| tool | 1.0 | {B} | exact |\n")
+    devs = rows(f"| tool | 1.0 | write/* | {FIRST} | {RESULT} | glob |\n"
+                f"| tool | 1.0 | {B} | file x: missing | file x | exact |\n")
     assert expected_failure(devs, "tool", "1.0", B) == devs[1]
     run = [outcome(A, "fail"), outcome(B, "fail", where="file x", detail="missing")]
     assert apply(run, "tool", "1.0", devs) == []
     assert [(o.status, o.reason) for o in run] == [("xfail", "glob"), ("xfail", "exact")]
+
+
+def test_a_listed_scenario_failing_another_way_is_a_failure_naming_the_difference() -> None:
+    """Issue 25 item 1: the row's difference plus a second one (a second bug in the same
+    scenario) is not the listed deviation; nor is a different first difference."""
+    devs = rows(TEXT)
+    second = outcome(A, "fail")
+    second.failures.append(Failure("step 2 (remove_memory) outcome", "ok", "refused: 'x'", "outcome refused"))
+    other = outcome(B, "fail", where="file agent/memory/a.md", detail="missing")
+    run = [second, other]
+    assert apply(run, "tool", "1.0", devs) == []
+    assert [o.status for o in run] == ["fail", "fail"]
+    assert "also differs: step 2 (remove_memory) outcome" in second.reason
+    assert second.reason.startswith(f"KNOWN_DEVIATIONS.md:7 (tool 1.0 {A}) lists another difference")
+    assert f"expected first difference {FIRST!r}, got 'file agent/memory/a.md: missing'" in other.reason
+    assert f"no longer differs: {RESULT}" in other.reason
+    assert second.failures[-1].where.startswith("deviation KNOWN_DEVIATIONS.md:7")
+    assert second.failures[-1].detail == "a difference the row does not list"
+
+
+def test_deviations_files_add_rows_under_the_same_refusals(tmp_path: Path) -> None:
+    mine = tmp_path / "MINE.md"
+    mine.write_text(f"{deviations.HEADER}\n|---|---|---|---|---|---|\n| tool | 1.0 | {A} | {FIRST} | {RESULT} | mine |\n")
+    devs = deviations.load_all([mine])
+    assert devs[-1].reason == "mine" and devs[-1].path == str(mine)
+    assert len(devs) == len(load()) + 1
+    mine.write_text(mine.read_text() + f"| tool | 1.0 | {A} | {FIRST} | {RESULT} | twice |\n")
+    with pytest.raises(DeviationsError, match="listed twice"):
+        deviations.load_all([mine])
+    mine.write_text(f"| tool | 1.0 | x/* | {FIRST} | {RESULT} | none |\n")
+    with pytest.raises(DeviationsError, match="names no scenario"):
+        deviations.load_all([mine])
+    own = tmp_path / "own"
+    (own / "x").mkdir(parents=True)
+    (own / "x" / "mine.json").write_text('{"id": "x/mine"}')
+    assert deviations.load_all([mine], [own])[-1].pattern == "x/*"
+    with pytest.raises(DeviationsError, match="no such file"):
+        deviations.load_all([tmp_path / "nope.md"])
 
 
 # ------------------------------------------------------------------ the command
@@ -177,7 +237,7 @@ def test_conformance_refuses_a_list_naming_no_scenario(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "KNOWN_DEVIATIONS.md"
-    bad.write_text("| tool | 1.0 | write/no-such-scenario | gone |\n")
+    bad.write_text(f"| tool | 1.0 | write/no-such-scenario | {FIRST} | {RESULT} | gone |\n")
     monkeypatch.setattr(deviations, "DEVIATIONS_PATH", bad)
     code = main(["conformance", "--impl", "python", "--run", A, "--quiet", "--no-export"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -208,3 +268,41 @@ def test_real_peer_rows_are_its_failures_one_by_one(kind: str, env: str, family:
     statuses = {s["id"]: s["status"] for s in json.loads(out.read_text())["scenarios"]}
     assert code == 0, statuses
     assert statuses == dict.fromkeys(sample, "xfail")
+
+
+def test_conformance_refuses_a_bad_deviations_file_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "MINE.md"
+    mine.write_text(f"| tool | 1.0 | write/no-such-scenario | {FIRST} | {RESULT} | gone |\n")
+    conformance = ["conformance", "--impl", "python", "--deviations", str(mine), "--run", A, "--quiet", "--no-export"]
+    replay = ["replay", "--impl", "python", "--deviations", str(mine), "--no-export", str(CORPUS[A].path)]
+    for argv in (conformance, replay):
+        code = main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and "MINE.md" in err[0] and "names no scenario" in err[0], err
+
+
+def test_a_users_row_keyed_by_hello_name_makes_a_failure_expected(tmp_path: Path) -> None:
+    """``--deviations`` rows are keyed by the name and version ``hello`` reports; here the
+    reference fails a scenario of the user's own folder exactly as the row says."""
+    import json
+
+    own = tmp_path / "own" / "mine"
+    own.mkdir(parents=True)
+    (own / "w.json").write_text(json.dumps({
+        "id": "mine/wrong-text", "clauses": ["S-WRITE-2"], "description": "expects another text",
+        "steps": [{"op": "write_memory", "args": {"topic": "A", "content": "x", "summary": "s"},
+                   "expect": {"result": "Saved!"}}],
+        "then": {"ignore": [{"path": "*", "reason": "only the result is this scenario's"}]}}))
+    mine = tmp_path / "MINE.md"
+    mine.write_text(f"{deviations.HEADER}\n|---|---|---|---|---|---|\n"
+                    f"| memconform-reference | * | mine/wrong-text | {FIRST} | {RESULT} | our own words |\n")
+    out = tmp_path / "r.json"
+    code = main(["conformance", "--impl", "python", "--only-scenarios", "--scenarios", str(tmp_path / "own"),
+                 "--deviations", str(mine), "--quiet", "--no-export", "--json", str(out)])
+    assert code == 0
+    assert [s["status"] for s in json.loads(out.read_text())["scenarios"]] == ["xfail"]
+    mine.write_text(mine.read_text().replace("| * |", "| 9.9.9 |"))  # another version: not covered
+    assert main(["conformance", "--impl", "python", "--only-scenarios", "--scenarios", str(tmp_path / "own"),
+                 "--deviations", str(mine), "--quiet", "--no-export", "--json", str(out)]) == 1

@@ -9,7 +9,14 @@ import pytest
 
 from memconform.harness import profiles
 from memconform.harness.peers import PeerSpec
-from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, ScenarioError, discover, load_file
+from memconform.harness.scenarios import (
+    PROFILES,
+    SCENARIOS_DIR,
+    Scenario,
+    ScenarioError,
+    discover,
+    load_file,
+)
 
 CORPUS = SCENARIOS_DIR / "conformance"
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +39,39 @@ def test_untagged_scenario_is_openpi(tmp_path: Path) -> None:
     assert load_file(_sc(tmp_path, {"profiles": ["openpi", "shared-store"]})).profiles == ("openpi", "shared-store")
 
 
-@pytest.mark.parametrize("bad", [["bogus"], [], ["openpi", "openpi"], "shared-store"])
+@pytest.mark.parametrize("bad", [["Bogus Name"], [], ["openpi", "openpi"], "shared-store"])
 def test_schema_refuses_bad_profiles(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ScenarioError):
         load_file(_sc(tmp_path, {"profiles": bad}))
+
+
+def test_a_scenario_may_belong_to_a_profile_of_its_own(tmp_path: Path) -> None:
+    """Issue 22 item 2: a user's scenarios name their own profile; the built-in corpus keeps to ours."""
+    sc = load_file(_sc(tmp_path, {"profiles": ["my-tool", "shared-store"]}))
+    assert sc.profiles == ("my-tool", "shared-store")
+    assert profiles.known([sc]) == {"openpi", "shared-store", "my-tool"}
+    assert profiles.select([sc], "my-tool") == [sc]
+    assert {p for s in discover(SCENARIOS_DIR / "conformance") for p in s.profiles} == set(PROFILES)
+
+
+def test_cli_runs_a_profile_the_driver_names_from_a_users_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness.cli import main
+
+    own = tmp_path / "own" / "mine"
+    own.mkdir(parents=True)
+    data = {"id": "mine/write", "clauses": ["SS-OUT-1"], "profiles": ["my-tool"], "description": "a write is ok",
+            "given": {"files": {"agent/memory.jsonc": "{}\n"}},
+            "steps": [{"op": "write_memory", "args": {"topic": "A", "content": "x", "summary": "s"},
+                       "expect": {"outcome": "ok:created"}}],
+            "then": {"ignore": [{"path": "*", "reason": "only the outcome is this scenario's"}]}}
+    (own / "write.json").write_text(json.dumps(data))
+    code = main(["conformance", "--impl", "python", "--scenarios", str(tmp_path / "own"), "--profile", "my-tool",
+                 "--parallel", "1", "--no-export"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "profile: my-tool (1 of " in out
+    code = main(["conformance", "--impl", "python", "--profile", "nope", "--run", "write/*", "--no-export"])
+    assert code == 2 and "--profile 'nope': no such profile" in capsys.readouterr().err
 
 
 def test_schema_outcome_kinds(tmp_path: Path) -> None:
@@ -52,8 +88,11 @@ def test_default_profile_by_kind_and_hello() -> None:
     node = PeerSpec("node", "/d.mjs")
     assert profiles.default_profile(node, hello={"profile": "shared-store"}) == "shared-store"
     assert profiles.default_profile(node, hello={"profiles": ["bogus", "shared-store", "openpi"]}) == "shared-store"
-    assert profiles.default_profile(node, hello={"profile": "bogus"}) == "openpi"
     assert profiles.default_profile(node, hello={}) == "openpi"
+    # a profile no selected scenario names is refused, never judged by another (issue 22 item 2)
+    with pytest.raises(profiles.ProfileError, match="'bogus'.*--scenarios"):
+        profiles.default_profile(node, hello={"profile": "bogus"})
+    assert profiles.default_profile(node, hello={"profile": "bogus"}, among={"openpi", "bogus"}) == "bogus"
 
 
 def test_select_by_profile(corpus: list[Scenario]) -> None:
@@ -110,15 +149,16 @@ def test_shared_store_deviation_rows_carry_a_class() -> None:
     from memconform.harness import deviations
 
     sid = "shared-store/names/slug-nodejs-npm"
-    ok = deviations.parse(f"| t | 1 | {sid} | interop: breaks the other tool by X |\n")
+    diff = "store MEMORY.md: line N | store MEMORY.md"
+    ok = deviations.parse(f"| t | 1 | {sid} | {diff} | interop: breaks the other tool by X |\n")
     deviations.check(ok, [sid])
     assert ok[0].klass == "interop"
-    assert deviations.parse(f"| t | 1 | {sid} | harmless: another rendering |\n")[0].klass == "harmless"
-    bare = deviations.parse(f"| t | 1 | {sid} | differs somehow |\n")
+    assert deviations.parse(f"| t | 1 | {sid} | {diff} | harmless: another rendering |\n")[0].klass == "harmless"
+    bare = deviations.parse(f"| t | 1 | {sid} | {diff} | differs somehow |\n")
     assert bare[0].klass is None
     with pytest.raises(deviations.DeviationsError, match="harmless"):
         deviations.check(bare, [sid])
     # rows of openpi-profile scenarios need no class
-    deviations.check(deviations.parse("| t | 1 | write/x | PEER-12 text |\n"), ["write/x"])
+    deviations.check(deviations.parse(f"| t | 1 | write/x | {diff} | PEER-12 text |\n"), ["write/x"])
     # every shipped shared-store row has one
     assert all(d.klass for d in deviations.load() if d.pattern.startswith("shared-store/"))
