@@ -55,3 +55,84 @@ def test_it_runs_a_cross_tool_sequence_with_the_reference(example: PeerSpec) -> 
     scenarios = discover(CROSS_DIR, run=["cross/pin-by-b-refuses-removal"])
     outcomes = run_pair(Pair(example, PeerSpec("python")), scenarios, timeout=30, validate=True)
     assert [o.status for o in outcomes] == ["pass"], [f.render() for o in outcomes for f in o.failures]
+
+
+# ------------------------------------------------------------------ the reworded example (issue 22, 25)
+
+REWORDED = EXAMPLE.parent / "reworded_driver.mjs"
+PLANTED = Path(__file__).resolve().parent / "planted_driver.mjs"
+SEQUENCE = "shared-store/sequences/write-pin-append-keeps-pin"
+
+
+def test_the_reworded_example_declares_kinds_and_words_every_result_its_own_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
+    sandbox = Sandbox.create()
+    try:
+        with start_driver(PeerSpec("node", str(REWORDED)), sandbox.env(), cwd=str(sandbox.root), validate=True) as driver:
+            assert driver.hello["outcome_kinds"] is True and driver.hello["profile"] == "shared-store"
+            assert driver.hello["impl"] == "memconform-example-reworded"
+            first = driver.call("write_memory", {"topic": "Alpha", "content": "x", "summary": "s"})
+            again = driver.call("write_memory", {"topic": "Alpha", "content": "y", "summary": "s"})
+            gone = driver.call("remove_memory", {"topic": "nope"})
+        assert (first.result, first.outcome) == ('Saved new note "Alpha" as alpha.md.', {"kind": "ok", "detail": "created"})
+        assert again.outcome == {"kind": "ok", "detail": "updated"} and "Added to note" in again.result
+        assert gone.outcome == {"kind": "not-found"} and gone.result == 'No note matches "nope".'
+    finally:
+        sandbox.remove()
+
+
+def _run_planted(plant: str, deviations: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    import json
+
+    from memconform.harness.cli import main
+
+    monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
+    monkeypatch.setenv("MEMCONFORM_PLANT", plant)
+    code = main(["conformance", "--impl", f"node:{PLANTED}", "--run", SEQUENCE, "--deviations", str(deviations),
+                 "--parallel", "1", "--quiet", "--no-export", "--json", str(out)])
+    data: dict[str, object] = json.loads(out.read_text())
+    data["code"] = code
+    return data
+
+
+def test_a_second_bug_inside_a_listed_deviation_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25 item 1: the row lists one difference (pin answered refused); the same scenario
+    with a second planted bug (the pin never done: the store differs too) is reported as a
+    failure naming the unexpected difference, not as the expected deviation."""
+    from memconform.harness import deviations
+
+    rows = tmp_path / "MINE.md"
+    first, differing = "step 2 (pin_memory) outcome: outcome refused:pinned", "step 2 (pin_memory) outcome"
+    rows.write_text(f"{deviations.HEADER}\n|---|---|---|---|---|---|\n"
+                    f"| memconform-example-reworded | 0.1.0 | {SEQUENCE} | {first} | {differing} | harmless: planted |\n")
+    one = _run_planted("pin-refused", rows, tmp_path / "one.json", monkeypatch)
+    [sc] = one["scenarios"]  # type: ignore[misc]
+    assert (one["code"], sc["status"]) == (0, "xfail"), sc
+    two = _run_planted("pin-refused,pin-lost", rows, tmp_path / "two.json", monkeypatch)
+    [sc] = two["scenarios"]  # type: ignore[misc]
+    assert (two["code"], sc["status"]) == (1, "fail"), sc
+    assert "lists another difference" in sc["reason"] and "also differs: store home/.agents/memory/MEMORY.md" in sc["reason"], sc["reason"]
+    assert [f["kind"] for f in two["findings"]] == ["deviation"]  # type: ignore[index]
+    assert two["findings"][0]["severity"] == "violation"  # type: ignore[index]
+
+
+def test_example_driver_command_prints_the_shipped_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness.cli import main
+
+    assert main(["example-driver"]) == 0
+    assert Path(capsys.readouterr().out.strip()) == REWORDED.resolve()
+    assert main(["example-driver", "--deviations"]) == 0
+    assert Path(capsys.readouterr().out.strip()).name == "KNOWN_DEVIATIONS.example.md"
+    assert main(["example-driver", "--list"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert {Path(p).name for p in listed} >= {"reworded_driver.mjs", "one_process_per_op.mjs", "KNOWN_DEVIATIONS.example.md"}
+
+
+def test_a_driver_declaring_kinds_that_omits_one_is_a_scenario_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 item 1: declared, then left out: a clear scenario error, never a pass by its text."""
+    monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
+    monkeypatch.setenv("MEMCONFORM_PLANT", "no-outcome")
+    outcomes = run_all(PeerSpec("node", str(PLANTED)), discover(SCENARIOS_DIR / "conformance", run=[SEQUENCE]), timeout=30)
+    assert [o.status for o in outcomes] == ["error"]
+    assert "protocol violation: its hello declares outcome_kinds, but the answer to 'write_memory' carries no outcome" \
+        in outcomes[0].reason

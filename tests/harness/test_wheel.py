@@ -114,3 +114,33 @@ def test_one_namespace_only(installed: Path, tmp_path: Path) -> None:
     serve = subprocess.run([python, "-m", "memconform.reference", "serve"], input='{"id":1,"op":"hello"}\n',
                            cwd=tmp_path, capture_output=True, text=True, env=_clean_env(), timeout=60)
     assert '"ok": true' in serve.stdout.replace('"ok":true', '"ok": true'), serve.stdout + serve.stderr
+
+
+def test_the_shipped_example_driver_passes_the_shared_store_profile_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    """Issue 22, done-when: a driver that rewords every result and declares outcome kinds
+    (``memconform example-driver``) passes the ``shared-store`` profile with 0 failures from the
+    installed wheel, with its own ``--deviations`` file."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    memconform = str(installed / "bin" / "memconform")
+    env = _clean_env(MEMCONFORM_PYTHON=str(installed / "bin" / "python"))
+    paths = {}
+    for flag in ("", "--deviations"):
+        r = subprocess.run([memconform, "example-driver", *filter(None, [flag])], cwd=tmp_path, capture_output=True,
+                           text=True, env=env, check=True)
+        paths[flag] = r.stdout.strip()
+        assert paths[flag].startswith(str(installed / "lib")) and Path(paths[flag]).is_file(), paths[flag]
+    out = tmp_path / "example.json"
+    t0 = time.monotonic()
+    run = subprocess.run(
+        [memconform, "conformance", "--impl", f"node:{paths['']}", "--deviations", paths["--deviations"],
+         "--parallel", "2", "--quiet", "--no-export", "--json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600,
+    )
+    TIMINGS["example-driver"] = time.monotonic() - t0
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "profile: shared-store" in run.stdout
+    data = json.loads(out.read_text())
+    stats = data["stats"]
+    assert stats["failed"] == stats["errors"] == stats["xpass"] == 0 and stats["passed"] >= 160, stats
+    assert data["impls"][0]["name"] == "memconform-example-reworded", data["impls"]
