@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     ocs = [s for s in specs if s.kind == "opencode-host"]
     for sc in (sc for sc in selected if is_cross(sc)) if pis and ocs else ():
         o = run_cross(pis[0], ocs[0], sc, timeout=args.timeout)
+        o.findings = _exported(o, export_dir(args))
         outcomes.append((pis[0], o))
         found += o.findings
         if not args.quiet:
@@ -146,9 +147,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"      {f.line()}", flush=True)
     executed = sum(1 for _, o in outcomes if o.status in ("pass", "fail"))
     report.stats = _stats(outcomes)
-    errors = [o for _, o in outcomes if o.status == "error"]
-    for o in errors:
-        found.append(Finding("host-error", VIOLATION, "", report.impls[0].spec, o.scenario.id, evidence=o.reason))
     print(f"host: {report.stats['passed']} passed, {report.stats['failed']} failed, "
           f"{report.stats['errors']} errors, {report.stats['skipped']} skipped")
     extra: dict[str, Any] = {"scenarios": [{"impl": s.label, "id": o.scenario.id, "status": o.status,
@@ -159,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _exported(o: HostOutcome, directory: Path | None) -> list[Finding]:
     """The outcome's findings, all pointing at one exported replay of its scenario."""
-    key = next((f for f in o.findings if f.severity == VIOLATION), None)
+    key = next((f for f in o.findings if f.severity == VIOLATION or f.kind == "host-stuck"), None)
     if key is None or directory is None:
         return o.findings
     data = {k: v for k, v in o.scenario.data.items() if k not in ("id", "description", "tags", "regression")}

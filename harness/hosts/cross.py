@@ -21,7 +21,7 @@ from ..scenarios import Scenario
 from .fake_model import FakeModel
 from .opencode import OpenCodeSession
 from .pi import HostError, PiSession
-from .run import HostOutcome, HostSpec, mirror_for_opencode
+from .run import HostOutcome, HostSpec, host_failure, mirror_for_opencode
 from .script import PROMPT, SESSION, HostScript
 
 
@@ -50,6 +50,7 @@ def run_cross(pi: HostSpec, opencode: HostSpec, scenario: Scenario, *, timeout: 
             try:
                 for s in sessions.values():
                     s.start(stderr)
+                on = "pi-host"
                 for number, (on, action) in enumerate(zip(_hosts(scenario), script.actions, strict=True), 1):
                     if action.do == SESSION:
                         sessions[on].end()
@@ -68,7 +69,8 @@ def run_cross(pi: HostSpec, opencode: HostSpec, scenario: Scenario, *, timeout: 
                         marks.append(coexist.Mark(number, "A" if on == "pi-host" else "B", label, name, args,
                                                   before, after, True))
             except HostError as e:
-                return HostOutcome(scenario, "error", time.monotonic() - started, reason=str(e))
+                return HostOutcome(scenario, "fail", time.monotonic() - started,
+                                   [host_failure(pi if on == "pi-host" else opencode, scenario, e)], str(e))
             finally:
                 for s in sessions.values():
                     s.end()

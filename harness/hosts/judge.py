@@ -21,7 +21,8 @@ from ..oracles.findings import HAZARD, VIOLATION, Finding
 from .expected import Expected, normalise
 from .fake_model import Request
 
-STORE_PATHS = ("agent/memory.jsonc", "agent/HANDOFF.md", "agent/RULES.jsonc", "agent/memory/*", "home/.agents/*")
+STORE_PATHS = ("agent/memory.jsonc", "agent/HANDOFF.md", "agent/RULES.jsonc", "agent/memory/*", "home/.agents/*",
+               "home/*.md")  # the last: files outside the store a symlink points at
 HEADERS = (("## Compaction Handoff", "S-INJECT-7"), ("## Memory Rules", "S-INJECT-6"), ("## Global Memory", "S-INJECT-5"))
 FILE_CLAUSES = (("agent/HANDOFF.md", "S-HANDOFF-5"), ("agent/memory.jsonc", "S-CFG-3"), ("*MEMORY.md", "S-IDX-3"))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actions import perform, place_given
-from ..oracles.findings import Finding
+from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..sandbox import Sandbox
 from ..scenarios import Scenario, Step
 from .expected import expected
@@ -57,6 +57,7 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
         return HostOutcome(scenario, "skip", 0.0, reason=f"not a {spec.kind} scenario")
     if scenario.data["host"].get("cross"):
         return HostOutcome(scenario, "skip", 0.0, reason="a cross-host script: give --impl pi-host:… and --impl opencode-host:…")
+    timeout = float(script.timeout or timeout)
     sandbox = Sandbox.create()
     try:
         place_given(sandbox, scenario.given)
@@ -65,7 +66,7 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
         try:
             seen = _play(spec, script, sandbox, timeout)
         except HostError as e:
-            return HostOutcome(scenario, "error", time.monotonic() - started, reason=str(e))
+            return HostOutcome(scenario, "fail", time.monotonic() - started, [host_failure(spec, scenario, e)], str(e))
         want = expected(scenario, script, seen.summaries)
         judged = judge_opencode if spec.kind == "opencode-host" else judge
         found = judged(want, seen, impl=spec.label, scenario=scenario.id)
@@ -74,6 +75,15 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
     finally:
         if not keep:
             sandbox.remove()
+
+
+def host_failure(spec: HostSpec, scenario: Scenario, error: HostError) -> Finding:
+    """A host that did not finish a step: stuck (it never settled: a hazard, the user's agent
+    hangs) or broken (it exited or refused: a violation)."""
+    stuck = "within" in str(error)
+    return Finding("host-stuck" if stuck else "host-error", HAZARD if stuck else VIOLATION, "", spec.label,
+                   "script", evidence=f"{scenario.id}: {error}",
+                   reproduce=f"memconform host --impl {spec.kind}:… --run {scenario.id}")
 
 
 def _play(spec: HostSpec, script: HostScript, sandbox: Sandbox, timeout: float) -> Observed:

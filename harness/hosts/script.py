@@ -50,12 +50,13 @@ class HostScript:
 
     hosts: tuple[str, ...]
     actions: tuple[Action, ...]
+    timeout: float | None = None  # seconds per host step, when the scenario sets its own
 
     @classmethod
     def of(cls, scenario: Scenario) -> HostScript:
         block = scenario.data.get("host", {})
         actions = tuple(_action(a) for a in block.get("script", ()))
-        return cls(tuple(block.get("hosts", HOST_KINDS)), actions)
+        return cls(tuple(block.get("hosts", HOST_KINDS)), actions, block.get("timeout"))
 
 
 def _action(data: dict[str, Any]) -> Action:
