@@ -485,6 +485,7 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
     "w2_trace": lambda: __import__("memconform.harness.faults.trace_bench", fromlist=["w2_trace"]).w2_trace(),
     "w3": w3,
     "w3_nemesis": lambda: __import__("memconform.harness.interleave.bench", fromlist=["w3_nemesis"]).w3_nemesis(),
+    "w6_races": lambda: __import__("memconform.harness.interleave.races_bench", fromlist=["w6_races"]).w6_races(),
     "w4": lambda: [s.as_dict() for s in w4()],
     "w5": w5,
 }

@@ -188,6 +188,10 @@ def _render(name: str, data: Any) -> list[str]:
         from ..interleave.bench import render as nemesis_rows
 
         return nemesis_rows(data)
+    if name == "w6_races":
+        from ..interleave.races_bench import render as races_rows
+
+        return races_rows(data)
     if name == "w3":
         lines = [
             "| writers | ops/s median | min | max | busy share (median) | lost | duplicated | verdict | check s (max) |",

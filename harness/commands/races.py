@@ -137,9 +137,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"races: {suite.runs} schedules in {suite.seconds:.1f} s, {suite.held} held syscalls "
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
           + (f"{suite.first_found_s:.1f} s" if suite.first_found_s is not None else "none")
-          + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else ""))
+          + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else "")
+          + (f"; {suite.void} void runs (a writer moved out of turn)" if suite.void else ""))
     print(summary_line(found))
-    report.stats = {"schedules": suite.runs, "held_syscalls": suite.held, "steps": suite.steps,
+    report.stats = {"schedules": suite.runs, "void": suite.void, "held_syscalls": suite.held, "steps": suite.steps,
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",

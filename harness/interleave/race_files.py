@@ -146,6 +146,8 @@ def replay(reg: RaceRegression, peers: Sequence[PeerSpec], *, runs: int, labels:
                              hardened=reg.hardened if hardened is None else hardened, labels=labels, timeout=timeout)
             seconds = r.seconds
             seen = sorted({f.kind for f in r.findings})
+            if r.void:
+                raise Diverged(f"void run: {r.void}")
             calls = [f"{st.writer} {st.call}" for st in r.steps]
             if calls != reg.calls:
                 at = next((i for i, (a, b) in enumerate(zip(calls, reg.calls, strict=False)) if a != b),

@@ -82,6 +82,7 @@ class Found:
 @dataclass
 class SuiteResult:
     runs: int = 0
+    void: int = 0  # runs a writer moved out of turn in (another process's signal): they judge nothing
     held: int = 0
     steps: int = 0
     seconds: float = 0.0
@@ -172,6 +173,7 @@ def _explore(
             result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
             out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
             out.runs += 1
+            out.void += bool(result.void)
             out.held += result.held
             out.steps += len(result.steps)
             if strategy == "exhaustive":

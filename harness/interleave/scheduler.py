@@ -76,6 +76,7 @@ class RunResult:
     passed: int
     seconds: float
     errors: list[str] = field(default_factory=list)
+    void: str = ""  # why the run says nothing (a writer moved out of turn): no findings
 
     @property
     def picks(self) -> list[str]:
@@ -217,6 +218,7 @@ def run_schedule(
     steps: list[Step] = []
     ops: list[RaceOp] = []
     errors: list[str] = []
+    void = ""
     try:
         prepare_shared(sb)
         directory = sb.shared_dir
@@ -261,6 +263,11 @@ def run_schedule(
                 break
             pick = strategy.choose(enabled, steps)
             w = next(x for x in writers if x.name == pick)
+            stray = next((x for x in writers if not x.traced.events.empty()), None)
+            if stray is not None:  # a writer moved while nobody let it: someone else's SIGCONT
+                void = (f"{stray.name} ({stray.spec.kind}) ran out of turn before step {len(steps)} "
+                        f"(resumed from outside the scheduler)")
+                break
             if w.state == "idle":
                 op, args = w.todo.pop(0)
                 w.op = RaceOp(w.name, op, args, len(steps))
@@ -272,8 +279,8 @@ def run_schedule(
             try:
                 ev = w.traced.events.get(timeout=timeout)
             except Exception:  # queue.Empty
-                errors.append(f"{w.name} ({w.spec.name}): no store call and no answer within {timeout:g} s "
-                              f"after step {len(steps)} (held by the scheduler? a hang?)")
+                errors.append(f"{w.name} ({w.spec.kind}): no store call and no answer within {timeout:g} s "
+                              f"after step {len(steps)}: {w.traced.state()}")
                 w.state = "gone"
                 break
             if ev.kind == "held" and ev.call is not None:
@@ -292,17 +299,17 @@ def run_schedule(
         for w in writers:
             w.traced.detach()
         impl_of = {w.name: (labels or {}).get(w.spec.name, w.spec.name) for w in writers}
-        found = judge(situation, steps, ops, directory, impl_of)
+        found = [] if void else judge(situation, steps, ops, directory, impl_of)
         for e in errors:
             found.append(Finding("hang" if "within" in e else "driver-error", HAZARD,
                                  impl=", ".join(dict.fromkeys(impl_of.values())), evidence=e))
         return RunResult(situation, [w.spec.name for w in writers], dict(labels or {}), steps, ops, found,
                          sum(w.traced.held_calls for w in writers), sum(w.traced.passed_calls for w in writers),
-                         time.monotonic() - t0, errors)
+                         time.monotonic() - t0, errors, void)
     finally:
         for w in writers:
             w.traced.detach()
-            if pool is None or w.state == "gone" or errors:
+            if pool is None or w.state == "gone" or errors or void:
                 if pool is not None:
                     pool.drop(w.driver)
                 else:

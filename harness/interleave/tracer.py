@@ -15,6 +15,7 @@ every architecture's syscalls and paths, and is what the rest of the harness rel
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
 import re
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..faults.strace import STRACE
 from ..oracles.spec import TEMP_SUFFIX  # S-IO-5 temporaries: their pid and random part vary per run
@@ -158,12 +160,17 @@ class Traced:
 
     def __init__(self, pid: int, roots: tuple[str, ...]) -> None:
         self.pid, self.roots = pid, roots
+        # Signals go through a pidfd: this machine reuses pids within seconds (pid_max 32768
+        # here), and a SIGCONT sent by pid after our writer exits would let some other
+        # scheduler's held writer run out of turn.
+        self._pidfd: int | None = os.pidfd_open(pid)
         self.events: queue.Queue[Event] = queue.Queue()
         self.held_calls = 0
         self.passed_calls = 0
         self._proc: subprocess.Popen[str] | None = None
         self._attached = threading.Event()
         self._armed = False  # store calls are held only once the scheduler says so
+        self.tail: collections.deque[str] = collections.deque(maxlen=12)  # strace's last lines, for a hang's report
 
     def attach(self, timeout: float = 10.0) -> None:
         assert STRACE is not None
@@ -187,6 +194,7 @@ class Traced:
         parser = LineParser(self.pid)
         pending: dict[int, Call] = {}  # tid -> the call it stopped after, until its stop shows
         for line in self._proc.stderr:
+            self.tail.append(line.rstrip("\n")[:160])
             if _NOTE.match(line):
                 if " attached" in line:
                     self._attached.set()
@@ -211,10 +219,22 @@ class Traced:
                     self.resume()
         self._attached.set()
 
-    def resume(self) -> None:
+    def state(self) -> str:
+        """The process's state letter and wait channel, and strace's last lines."""
         try:
-            os.kill(self.pid, signal.SIGCONT)
-        except ProcessLookupError:
+            stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"/proc/{self.pid}/wchan").read_text()
+        except OSError:
+            stat, wchan = "gone", ""
+        return f"state {stat} in {wchan or '-'}; strace last: " + " / ".join(self.tail)
+
+    def resume(self) -> None:
+        fd = self._pidfd
+        if fd is None:
+            return
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        except (ProcessLookupError, OSError):
             pass
 
     def detach(self) -> None:
@@ -227,3 +247,6 @@ class Traced:
                 self._proc.kill()
                 self._proc.wait()
         self.resume()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
