@@ -8,6 +8,7 @@ pass.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -37,7 +38,21 @@ class HostSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.host} + {self.path}"
+        """Host and extension as they name themselves (a ``package.json`` up to three
+        folders up), never the path of the machine that ran it."""
+        return f"{self.kind} {self.host} + {extension_name(self.path)}"
+
+
+def extension_name(path: Path) -> str:
+    for folder in list(path.parents)[:3]:
+        meta = folder / "package.json"
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("name"):
+            return f"{data['name']} {data.get('version', '')}".strip()
+    return f"{path.parent.name}/{path.name}"
 
 
 @dataclass
