@@ -138,11 +138,15 @@ def run(args: argparse.Namespace) -> int:
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
           + (f"{suite.first_found_s:.1f} s" if suite.first_found_s is not None else "none")
           + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else "")
-          + (f"; {suite.void} void runs (a writer moved out of turn)" if suite.void else ""))
+          + (f"; {len(suite.void)} void runs (judged nothing)" if suite.void else ""))
+    for why in suite.void[:3]:
+        print(f"  void: {why}")
     print(summary_line(found))
-    report.stats = {"schedules": suite.runs, "void": suite.void, "held_syscalls": suite.held, "steps": suite.steps,
+    report.stats = {"schedules": suite.runs, "void": len(suite.void), "held_syscalls": suite.held, "steps": suite.steps,
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
                     "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported}
-    return conclude(args, report, found, executed=suite.runs, nothing_ran="no schedule ran within the budget")
+    extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records}
+    return conclude(args, report, found, executed=suite.runs - len(suite.void), extra=extra,
+                    nothing_ran="no schedule ran within the budget")

@@ -31,6 +31,8 @@ from .strategies import (
 )
 
 STRATEGIES = ("random", "pct", "exhaustive")
+CLAUSES = ("S-LOCK-2", "S-LOCK-3", "S-LOCK-4", "S-LOCK-5", "S-INV-9")
+"""What every situation exercises: acquisition, liveness, the reclaim recheck, release."""
 TARGET_KINDS = ("lost-write", "double-holder", "duplicated-write", "split-topic")
 """What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
 
@@ -82,7 +84,7 @@ class Found:
 @dataclass
 class SuiteResult:
     runs: int = 0
-    void: int = 0  # runs a writer moved out of turn in (another process's signal): they judge nothing
+    void: list[str] = field(default_factory=list)  # why runs judged nothing (out of turn, a stall)
     held: int = 0
     steps: int = 0
     seconds: float = 0.0
@@ -91,6 +93,7 @@ class SuiteResult:
     found: list[Found] = field(default_factory=list)
     other: list[Finding] = field(default_factory=list)  # hangs, driver errors
     exhausted: list[str] = field(default_factory=list)  # situations the explorer finished
+    records: list[dict[str, Any]] = field(default_factory=list)  # one per run: the report's "scenarios"
 
 
 def target(findings: Sequence[Finding]) -> Finding | None:
@@ -173,7 +176,9 @@ def _explore(
             result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
             out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
             out.runs += 1
-            out.void += bool(result.void)
+            if result.void:
+                out.void.append(f"{sit.name}: {result.void}")
+            out.records.append(_record(sit, strat, run_seed, result))
             out.held += result.held
             out.steps += len(result.steps)
             if strategy == "exhaustive":
@@ -194,6 +199,19 @@ def _explore(
                                   budget_s=shrink_budget_s, pool=pool) if shrink else (result, 0)
         out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
     return out
+
+
+def _record(sit: Situation, strat: Strategy, seed: int, result: RunResult) -> dict[str, Any]:
+    """One run as a report row; its id names the schedule, so shards never share one."""
+    if isinstance(strat, Replay):
+        sid = f"races/{sit.name}/exhaustive/{zlib.crc32(','.join(strat.picks).encode()):08x}"
+    else:
+        sid = f"races/{sit.name}/{strat.name}/seed-{seed}"
+    kinds = sorted({f.kind for f in result.findings})
+    status = "skip" if result.void else "fail" if any(f.severity == "violation" for f in result.findings) else "pass"
+    return {"id": sid, "clauses": list(CLAUSES), "path": "", "status": status, "seconds": round(result.seconds, 3),
+            "reason": result.void or f"{len(result.steps)} steps, {switches(result.picks)} switches: "
+                                     f"{', '.join(kinds) or 'clean'}"}
 
 
 def rerun(peers: Sequence[PeerSpec], sit: Situation, picks: Sequence[str], *, strict: bool = True,

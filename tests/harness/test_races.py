@@ -195,3 +195,27 @@ def test_regressions_record_implementations_by_kind_and_replay_finds_them_here()
     assert nx.portable("memconform interop --impl pi:/a/x.mjs --impl opencode:/c/ocl.mjs --shared") == \
         "memconform interop --impl pi --impl opencode --shared"
     assert nx.portable("w5 (opencode:/c/ocl.mjs): no answer") == "w5 (opencode): no answer"
+
+
+def test_shards_split_the_schedule_space_without_overlap() -> None:
+    from memconform.harness.interleave.races import _prefix_shard, in_shard
+
+    for n in (1, 2, 3, 5):
+        for i in range(40):
+            assert sum(in_shard(i, (k, n)) for k in range(1, n + 1)) == 1
+        prefixes = [("w0",) * a + ("w1",) * b for a in range(5) for b in range(5)]
+        for p in prefixes:
+            assert sum(_prefix_shard(p, (k, n)) for k in range(1, n + 1)) == 1
+
+
+def test_a_run_becomes_a_report_row_merge_accepts() -> None:
+    from memconform.harness.interleave.races import _record
+    from memconform.harness.interleave.scheduler import RunResult
+
+    sit = situation("no-lock")
+    run = RunResult(sit, ["python", "python"], {}, [Step("w0", DONE, ("w0",))], [], [], 1, 0, 0.1)
+    row = _record(sit, RandomWalk(3), 3, run)
+    assert row["id"] == "races/no-lock/random/seed-3" and row["status"] == "pass"
+    assert {"id", "clauses", "path", "status", "seconds"} <= set(row)
+    void = RunResult(sit, [], {}, [], [], [], 0, 0, 0.1, void="w1 ran out of turn")
+    assert _record(sit, Replay(("w0", "w1")), 0, void)["status"] == "skip"
