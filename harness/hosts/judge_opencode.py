@@ -5,10 +5,10 @@ texts and handoff differ by design (PEER-9, PEER-12..15), so its run is judged o
 shared-store contract and S-TOOLS make common: the three tools offered with parameters a
 model can call as SPEC's (S-TOOLS-1..4; its extra ``repair_memory`` is PEER-16's; it shows
 ``pin`` and ``mode`` as required, having defaults for them, which a call without them
-shows harmless), every
-index entry of the store shown to the model on every request of a prompt (PEER-15: it
-injects on every request), a result for every tool call, the whole script consumed, and
-the index the script leaves compared under the shared-store normalisation
+shows harmless), every index entry of the store shown to the model when a prompt begins
+(PEER-15: it injects on every request; later requests of a run follow its own tool calls), a
+result for every tool call, the whole script consumed, and the index the script leaves
+compared under the shared-store normalisation
 (``oracles.store_norm``: entries by parsed fields, any stamp for a stamp).
 """
 
@@ -38,13 +38,10 @@ def judge_opencode(want: Expected, seen: Observed, *, impl: str, scenario: str) 
         if not seen_p.scripted:
             out.append(finding("host-no-request", "PEER-15", op, "the host sent the model no request for this prompt"))
             continue
-        files = _LINK.findall(want_p.index)
-        for number, request in enumerate(seen_p.scripted, 1):
-            hidden = [f for f in files if f"]({f})" not in request.system]
-            if hidden:
-                out.append(finding("host-index-hidden", "PEER-15", f"{op} request {number}",
-                                   f"index entries not in the system prompt: {hidden}"))
-                break
+        # the index as the prompt began: later requests of the run follow its own tool calls
+        hidden = [f for f in _LINK.findall(want_p.index) if f"]({f})" not in seen_p.scripted[0].system]
+        if hidden:
+            out.append(finding("host-index-hidden", "PEER-15", op, f"index entries not in the system prompt: {hidden}"))
         results = [t for r in seen_p.scripted for t in r.tool_results()]
         if len(results) != len(want_p.results):
             out.append(finding("host-tool-results", "S-TOOLS-5", op,

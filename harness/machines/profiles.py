@@ -1,4 +1,4 @@
-"""Hypothesis profiles for the machines: ``ci`` (default), ``dev`` and ``nightly``.
+"""Hypothesis profiles for the machines: ``ci`` (default), ``dev``, ``nightly`` and ``host``.
 
 Selected by ``HYPOTHESIS_PROFILE``.  They are registered under ``memconform-<name>`` and
 applied to the machines explicitly, never loaded globally: Hypothesis ships its own ``ci``
@@ -33,6 +33,8 @@ PROFILES: dict[str, settings] = {
     "ci": settings(max_examples=80, stateful_step_count=50, **_COMMON),  # type: ignore[arg-type]
     "dev": settings(max_examples=200, stateful_step_count=100, **_COMMON),  # type: ignore[arg-type]
     "nightly": settings(max_examples=1000, stateful_step_count=500, **_COMMON),  # type: ignore[arg-type]
+    # a real host takes seconds a step (harness/hosts/generate.py): few, short scripts
+    "host": settings(max_examples=6, stateful_step_count=10, **_COMMON),  # type: ignore[arg-type]
 }
 
 for _name, _settings in PROFILES.items():
