@@ -53,6 +53,8 @@ const real = {
 
 // null: real time; {frozen: ms}; {base: ms, t0: perf}; {virtual: ms, perf0: perf, v0: ms}
 let clockState = null;
+let generation = 0; // one more at every set_clock and reset: what another process last got is stale
+let clockTz; // the tz the last set_clock gave, if any
 let perfShift = 0; // virtual time already spent, so performance.now() never runs backwards
 
 const isVirtual = () => clockState !== null && 'virtual' in clockState;
@@ -269,6 +271,8 @@ export function setClock(args) {
   }
   const perf = performance.now();
   leaveVirtual();
+  generation += 1;
+  clockTz = typeof args.tz === 'string' ? args.tz : undefined;
   if (args.mode === 'frozen') clockState = { frozen: ms };
   else if (args.mode === 'offset') clockState = { base: ms, t0: real.perfNow() };
   else clockState = { virtual: ms, v0: ms, perf0: perf };
@@ -278,6 +282,8 @@ export function setClock(args) {
 // Back to the real wall clock (what a fresh process sees); virtual timers are dropped.
 export function resetClock() {
   leaveVirtual();
+  generation += 1;
+  clockTz = undefined;
   clockState = null;
   timers.clear();
   lockFds.clear();
@@ -293,3 +299,22 @@ export async function during(run) {
     inFlight -= 1;
   }
 }
+
+// ---------------------------------------------------------------- the clock for another process
+// An implementation that answers from another process (the reference facade,
+// reference-core.mjs, whose store lives in a python server) cannot see these shims: it reads
+// the clock here and sets its server's to agree before each call, and moves this clock on to
+// the time its server's virtual clock reached (a lock wait there is virtual time here too).
+// Published on a global symbol, so the facade needs no path to this module and, loaded
+// without a driver, finds none (real time on both sides).
+function clockForServer() {
+  if (clockState === null) return null;
+  const mode = 'frozen' in clockState ? 'frozen' : 'virtual' in clockState ? 'virtual' : 'offset';
+  return { mode, now: controlledNow(), tz: clockTz, generation };
+}
+
+function jumpTo(ms) {
+  if (isVirtual() && Number.isFinite(ms) && ms > clockState.virtual) clockState.virtual = Math.trunc(ms);
+}
+
+globalThis[Symbol.for('memconform.clock')] = { current: clockForServer, jumpTo };

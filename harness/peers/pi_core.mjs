@@ -51,7 +51,16 @@ const lacking = REQUIRED.filter(name => !isFunction(name));
 const unavailable = loaded.error || (lacking.length
   ? `${corePath} is not an ${FAMILY} core: missing exports ${lacking.map(n => `${n}()`).join(', ')}`
   : null);
-const identity = identify(corePath, FAMILY, core);
+const identity = implementationOf(core) || identify(corePath, FAMILY, core);
+
+// A core that is another implementation behind openpi's API names itself: the reference's
+// facade (reference-core.mjs) exports MEMCONFORM_IMPLEMENTATION, what its server's hello says.
+function implementationOf(module) {
+  const own = module.MEMCONFORM_IMPLEMENTATION;
+  if (!own || typeof own.impl !== 'string' || typeof own.version !== 'string') return null;
+  return { impl: own.impl, version: own.version, package: null, package_json: null,
+    version_from: 'export MEMCONFORM_IMPLEMENTATION', facade: own.facade ?? null };
+}
 
 // reset: a fresh module instance (a query string makes ESM load the file again), so every
 // piece of module state (carry-over flag, config-error memory, captured paths) starts anew,

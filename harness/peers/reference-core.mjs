@@ -141,13 +141,40 @@ function toError(e) {
   return error;
 }
 
-// One op, synchronously: absent (undefined) arguments are left out, so the op's defaults
-// apply as the JS defaults would.
-function call(op, args = {}) {
+// One request and its answer, as the server gave it.
+function request(op, args) {
   const id = nextId++;
   writeAll(`${JSON.stringify({ id, op, args })}\n`);
   const answer = JSON.parse(readLine());
   if (answer.id !== id) throw new Error(`memconform facade: answer ${answer.id} to request ${id}`);
+  return answer;
+}
+
+// The clock of a memconform driver that loaded this module (clock.mjs publishes it; absent:
+// real time on both sides). Before each call the server's clock is set to agree with it
+// (frozen, offset or virtual, and the scenario's TZ) when it changed since; after a call
+// under a virtual clock, the driver's clock moves on to where the server's went (its lock
+// waits are virtual time). Without this a pinned scenario was judged on today's timestamps.
+const CLOCK = globalThis[Symbol.for('memconform.clock')];
+let sent = null; // what the server's clock was last set to: {generation, now}
+function syncClock() {
+  const c = CLOCK ? CLOCK.current() : null;
+  if (c === null) return; // real time: the server's clock is real too (a reset re-imports us)
+  if (sent !== null && sent.generation === c.generation && (c.mode !== 'virtual' || sent.now === c.now)) return;
+  const answer = request('set_clock', { now: new Date(c.now).toISOString(), mode: c.mode, ...(c.tz === undefined ? {} : { tz: c.tz }) });
+  if (!answer.ok) throw toError(answer.error);
+  sent = { generation: c.generation, now: c.now };
+}
+
+// One op, synchronously: absent (undefined) arguments are left out, so the op's defaults
+// apply as the JS defaults would.
+function call(op, args = {}) {
+  syncClock();
+  const answer = request(op, args);
+  if (typeof answer.clock_ms === 'number' && sent !== null) {
+    CLOCK.jumpTo(answer.clock_ms);
+    sent.now = answer.clock_ms;
+  }
   if (!answer.ok) throw toError(answer.error);
   return answer.result;
 }
@@ -155,6 +182,11 @@ function call(op, args = {}) {
 const hello = call('hello');
 const C = call('constants');
 if (hello.impl !== 'memconform-reference') throw new Error(`memconform facade: ${PYTHON} serves ${hello.impl}, not the reference`);
+
+// Who answers: the reference, as its server names itself. A driver that loads this module
+// as an openpi core (pi_core.mjs) reports this name and version, not `openpi-memory?`: the
+// gate through the facade judges the reference, with the reference's known deviations.
+export const MEMCONFORM_IMPLEMENTATION = Object.freeze({ impl: hello.impl, version: hello.version, facade: 'openpi-memory 0.3.9 core API' });
 
 // ---------------------------------------------------------------- constants and paths
 export const MEMORY_RULES = C.MEMORY_RULES;
