@@ -57,6 +57,11 @@ class Model(Protocol[S]):
         reduction).  ``False`` is always safe."""
         ...
 
+    # Optional: ``signature(op) -> Hashable``, what of an op and its recorded answer ``step``
+    # reads, given the state's ``key`` (its name, flags and result kind, not its payload): ops
+    # with one signature step alike from states with one key, so the search steps each
+    # (state, signature) once, not each (state, op) — a long history repeats a few signatures.
+
     def partition(self, ops: list[Op]) -> list[Part[S]] | None:
         """Independent sub-histories, each with the model that judges it alone; ``None``
         when the ops do not split (the history is then checked whole)."""
@@ -202,15 +207,18 @@ class _Search(Generic[S]):
         position = 0
         taken = 0  # bit k: maybe[k] linearized
         interner: _Interner[S] = _Interner(model)
-        steps: dict[tuple[int, int], int] = {}  # (state id, op) -> next state id, or -1
+        # (state id, op or its signature) -> next state id, or -1
+        signature: Callable[[Op], Hashable] | None = getattr(model, "signature", None)
+        sigs: list[Hashable] = [signature(op) for op in ops] if signature is not None else list(range(len(ops)))
+        steps: dict[tuple[int, Hashable], int] = {}
         seen: set[tuple[int, int, int]] = set()
 
         def step(sid: int, i: int) -> int:
-            nxt = steps.get((sid, i))
+            nxt = steps.get((sid, sigs[i]))
             if nxt is None:
                 ok, state = model.step(interner.states[sid], ops[i])
                 nxt = interner.id(state) if ok else -1
-                steps[(sid, i)] = nxt
+                steps[(sid, sigs[i])] = nxt
             return nxt
 
         # each chain's next op, its invocation and its return (INF once the chain is done)

@@ -18,6 +18,7 @@ import random
 import re
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ from memconform.harness.history import History, Op
 from memconform.harness.oracles import kind_model
 from memconform.harness.oracles.interop_checks import StoreView, lost_writes
 from memconform.harness.oracles.tokens import Tokens
-from memconform.harness.store_checker import check
+from memconform.harness.store_checker import StoreKindModel, check
 from memconform.harness.writers import TOPICS, next_op
 
 TEXTS = {
@@ -97,6 +98,24 @@ def test_the_checker_explores_a_linear_number_of_states_and_ticks_them() -> None
     (small, small_ticks), (large, large_ticks) = _explored(500), _explored(2_000)
     assert large / small < 5.0, f"{small} states for 500 ops, {large} for 2,000"
     assert (small_ticks, large_ticks) == (small, large)  # every state explored is told
+
+
+def test_the_checker_steps_each_state_and_signature_once_not_each_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ops that differ only in their token or summary step alike (``StoreKindModel.signature``):
+    the model's work stays bounded by the few states and signatures, whatever the length."""
+    calls = [0]
+    step = StoreKindModel.step
+
+    def counted(self: StoreKindModel, state: kind_model.State, op: Op) -> tuple[bool, kind_model.State]:
+        calls[0] += 1
+        return step(self, state, op)
+
+    monkeypatch.setattr(StoreKindModel, "step", counted)
+    small = _explored(500)[0], calls[0]
+    calls[0] = 0
+    large = _explored(2_000)[0], calls[0]
+    assert large[1] < 2 * small[1] + 200, f"{small[1]} model steps for 500 ops, {large[1]} for 2,000"
+    assert large[1] < large[0] // 4  # most steps were answered from the cache
 
 
 def test_history_save_ticks_every_event(tmp_path: Any) -> None:
