@@ -20,7 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..faults.strace import strace_unavailable
 from ..history import History
 from ..linearize import LinearizabilityVerdict
 from ..oracles import interop_checks as checks
+from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.grammar import to_slug
 from ..oracles.invariants import Violation
@@ -69,6 +70,7 @@ class NemesisResult:
     locks_left: dict[str, str] = field(default_factory=dict)  # store dir -> its .lock when the faults ended
     spans: list[checks.LockSpan] = field(default_factory=list)  # ok ops' lock holds, from the traces
     traced_locks: bool = False
+    leftovers: list[tuple[str, Finding]] = field(default_factory=list)  # (spec name, lock left by a settle probe)
 
     @property
     def total_ops(self) -> int:
@@ -104,6 +106,8 @@ class NemesisResult:
         for e in self.errors:
             kind = "hang" if "no answer to" in e else "driver-error"
             found.append(Finding(kind, HAZARD, impl=everyone, evidence=e, reproduce=reproduce))
+        for spec, f in self.leftovers:  # issue 25 item 3: a settle probe's own lock, left after its answer
+            found.append(replace(f, impl=labels.get(spec, spec), reproduce=reproduce))
         left = "; ".join(f"{Path(d).name}/.lock {what}" for d, what in sorted(self.locks_left.items()) if what)
         for spec, (seconds, busy) in sorted(self.unavailable.items()):
             found += checks.unavailable(labels.get(spec, spec), seconds, busy, limit_s=self.settle_limit,
@@ -134,6 +138,7 @@ class _Engine:
         self.errors: list[str] = []
         self.outcomes: list[dict[str, Any]] = []
         self.killed: set[int] = set()
+        self.leftovers: list[tuple[str, Finding]] = []
         self.stop = threading.Event()
         self.slots = [
             Slot(i, peers[i % len(peers)], store_dir(peers[i % len(peers)], sandbox, schedule.shared),
@@ -171,6 +176,8 @@ class _Engine:
             i += 1
             self.history.record(slot.name, "invoke", op, args)
             st = slot.stats
+            faulted = slot.fault is not None
+            before = lock_leftover.lock_files(self.sandbox.root)
             try:
                 answer = slot.driver.call(op, args)
             except DriverError as e:
@@ -186,6 +193,8 @@ class _Engine:
                 continue
             kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
             self.history.record(slot.name, kind, op, args, answer.result if answer.ok else answer.error)
+            if not (faulted or slot.fault is not None):  # an injected errno may keep a lock legitimately
+                self._leftover(slot.spec, before, slot.driver.pid, op, kind, slot.name)
             st.done += 1
             st.ok += kind == "ok"
             st.busy += kind == "fail"
@@ -344,6 +353,7 @@ class _Engine:
                 args = {"topic": PROBE_TOPIC, "content": f"tok-{process}-{n}", "summary": f"{process} {n}"}
                 n += 1
                 self.history.record(process, "invoke", "write_memory", args)
+                before = lock_leftover.lock_files(self.sandbox.root)
                 try:
                     answer = driver.call("write_memory", args)
                 except DriverError as e:
@@ -352,6 +362,7 @@ class _Engine:
                     return None, busy
                 kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
                 self.history.record(process, kind, "write_memory", args, answer.result if answer.ok else answer.error)
+                self._leftover(spec, before, driver.pid, "write_memory", kind, process)
                 if kind == "ok":
                     return time.monotonic() - began, busy
                 busy += 1
@@ -359,6 +370,11 @@ class _Engine:
         finally:
             driver.close()
         return None, busy
+
+    def _leftover(self, spec: PeerSpec, before: dict[str, bytes], pid: int, op: str, kind: str, who: str) -> None:
+        """Issue 25 item 3: an op's own lock left after its answer (S-LOCK-5, S-LOCK-9)."""
+        for f in lock_leftover.check(self.sandbox.root, before, [pid], op=op, answer=kind):
+            self.leftovers.append((spec.name, replace(f, evidence=f"{who}: {f.evidence}")))
 
     def read_views(self, directory: Path, specs: list[PeerSpec]) -> list[checks.StoreView]:
         """The disk's view, then each implementation's through its own readers."""
@@ -487,7 +503,7 @@ def run_nemesis(
         result = NemesisResult(schedule, eng.history, [s.stats for s in eng.slots], seconds, impl_of, views,
                                violations, verdicts, unavailable, settle_limit, eng.errors, eng.killed,
                                sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left,
-                               spans, eng.trace_locks)
+                               spans, eng.trace_locks, eng.leftovers)
         return result
     finally:
         eng.stop.set()

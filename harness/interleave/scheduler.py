@@ -15,12 +15,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..oracles import interop_checks as checks
+from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
 from ..peers import Driver, DriverError, PeerSpec, start_driver
 from ..sandbox import Sandbox
@@ -92,6 +93,7 @@ class _Writer:
     todo: list[tuple[str, dict[str, Any]]]
     state: str = "idle"  # idle | held | running | gone
     op: RaceOp | None = None
+    locks_before: dict[str, bytes] = field(default_factory=dict)  # the store's locks when its op began
 
 
 def _iso(ms: int) -> str:
@@ -218,6 +220,7 @@ def run_schedule(
     steps: list[Step] = []
     ops: list[RaceOp] = []
     errors: list[str] = []
+    leftovers: list[tuple[_Writer, Finding]] = []  # S-LOCK-5: an op's own lock, left after its answer
     void = ""
     try:
         prepare_shared(sb)
@@ -271,6 +274,7 @@ def run_schedule(
             if w.state == "idle":
                 op, args = w.todo.pop(0)
                 w.op = RaceOp(w.name, op, args, len(steps))
+                w.locks_before = lock_leftover.lock_files(directory)
                 ops.append(w.op)
                 threading.Thread(target=_call, args=(w,), daemon=True).start()
             else:
@@ -294,6 +298,8 @@ def run_schedule(
                 assert w.op is not None
                 w.op.end = len(steps) - 1
                 w.state = "idle"
+                leftovers += [(w, f) for f in lock_leftover.check(directory, w.locks_before, [w.driver.pid],
+                                                                     op=w.op.op, answer=w.op.type)]
             else:
                 errors.append(f"{w.name} ({w.spec.name}): {ev.note or 'exited'} during step {len(steps)}")
                 w.state = "gone"
@@ -303,6 +309,7 @@ def run_schedule(
             w.traced.detach()
         impl_of = {w.name: (labels or {}).get(w.spec.name, w.spec.name) for w in writers}
         found = [] if void else judge(situation, steps, ops, directory, impl_of)
+        found += [] if void else [replace(f, impl=impl_of[w.name], evidence=f"{w.name}: {f.evidence}") for w, f in leftovers]
         for e in errors:
             found.append(Finding("driver-error", HAZARD,
                                  impl=", ".join(dict.fromkeys(impl_of.values())), evidence=e))

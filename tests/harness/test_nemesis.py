@@ -164,3 +164,19 @@ def test_cli_refuses_an_unknown_family_in_one_line() -> None:
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == ["memconform interop: unknown nemesis family 'nap' (one of kill, pause, "
                                                "stale-lock, foreign-lock, slow, errno, clock, all)"]
+
+
+def test_s_lock_5_a_nemesis_writer_that_keeps_its_lock_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25 item 3 in the nemesis: a writer (or a settle probe) whose own lock is left
+    after its answer is a violation (a reference whose release is a no-op, planted through a
+    shim); the first op keeps it, every later one is busy behind it."""
+    from memconform.harness.oracles.lock_leftover import KIND
+
+    from .shims import plant
+    from .test_lock_leftover import NO_RELEASE
+
+    plant(tmp_path, monkeypatch, NO_RELEASE)
+    quiet = nm.Schedule(0, ("pause",), 0.5, 0.5, 1, False, ())
+    result = run_nemesis([PeerSpec("python")], quiet, settle_limit=5.0, check_budget=2.0)
+    left = [f for f in result.findings({}) if f.kind == KIND]
+    assert left and all(f.evidence.startswith("w0: ") and f.path.endswith("/.lock") for f in left), left

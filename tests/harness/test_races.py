@@ -219,3 +219,20 @@ def test_a_run_becomes_a_report_row_merge_accepts() -> None:
     assert {"id", "clauses", "path", "status", "seconds"} <= set(row)
     void = RunResult(sit, [], {}, [], [], [], 0, 0, 0.1, void="w1 ran out of turn")
     assert _record(sit, Replay(("w0", "w1")), 0, void)["status"] == "skip"
+
+
+@needs_strace
+def test_s_lock_5_a_writer_that_keeps_its_lock_is_named_by_the_race_suite(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25 item 3 in the race suite: after each answer, a lock naming the writer's own
+    pid is a violation (a reference whose release is a no-op, planted through a shim)."""
+    from memconform.harness.oracles.lock_leftover import KIND
+
+    from .shims import plant
+    from .test_lock_leftover import NO_RELEASE
+
+    plant(tmp_path, monkeypatch, NO_RELEASE)
+    sit = situation("no-lock")
+    one = type(sit)(sit.name, sit.lock, sit.age_s, sit.ops[:1])  # one writer: nothing waits on the lock
+    run = run_schedule([PeerSpec.parse("python")], one, Replay([], strict=False))
+    assert [f.kind for f in run.findings] == [KIND] and run.findings[0].evidence.startswith("w0:")
