@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
                   f"{' ' + o.reason if o.reason else ''}", flush=True)
             for f in o.findings:
                 print(f"      {f.line()}", flush=True)
+    for spec, o in outcomes:
+        if o.status == "error":  # ran, but judged nothing: never a green
+            found.append(Finding("host-error", VIOLATION, "", spec.label, o.scenario.id, evidence=o.reason))
     executed = sum(1 for _, o in outcomes if o.status in ("pass", "fail"))
     report.stats = _stats(outcomes)
     print(f"host: {report.stats['passed']} passed, {report.stats['failed']} failed, "

@@ -72,6 +72,8 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
         return HostOutcome(scenario, "skip", 0.0, reason=f"not a {spec.kind} scenario")
     if scenario.data["host"].get("cross"):
         return HostOutcome(scenario, "skip", 0.0, reason="a cross-host script: give --impl pi-host:… and --impl opencode-host:…")
+    if not any(a.do == PROMPT for a in script.actions):
+        return HostOutcome(scenario, "error", 0.0, reason="the script has no prompt: nothing would be checked")
     timeout = float(script.timeout or timeout)
     sandbox = Sandbox.create()
     try:

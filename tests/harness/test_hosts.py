@@ -191,3 +191,25 @@ def test_cross_host_shared_store_keeps_each_others_entries() -> None:
     outcome = run_cross(HostSpec("pi-host", ext / "index.ts" if ext.is_dir() else ext, DEFAULT_PI),
                         HostSpec("opencode-host", Path(os.environ["MEMCONFORM_OPENCODE_PLUGIN"]), "opencode-1.18.33"), sc)
     assert outcome.status == "pass" and not outcome.findings, outcome.reason + "\n".join(f.line() for f in outcome.findings)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    ([], "name a host"),
+    (["--impl", "bogus:/x"], "expected pi-host:EXTDIR"),
+    (["--impl", "pi-host:/nonexistent"], "no extension at"),
+])
+def test_host_command_refuses_bad_input_in_one_line(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness import cli
+
+    assert cli.main(["host", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and err.startswith("memconform host: ")
+
+
+def test_a_missing_host_says_make_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness import cli
+
+    monkeypatch.setenv("MEMCONFORM_HOSTS_CACHE", str(tmp_path))
+    assert cli.main(["host", "--impl", f"pi-host:{EXAMPLE.parent}"]) == 2
+    assert "make hosts" in capsys.readouterr().err
