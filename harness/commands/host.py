@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..hosts.cross import is_cross, run_cross
 from ..hosts.run import HostOutcome, HostSpec, run_scenario
 from ..hosts.script import is_host_scenario
 from ..oracles.findings import VIOLATION, Finding
-from ..regressions import DEFAULT_DIR, export
+from ..regressions import DEFAULT_DIR, export, file_stem
 from ..reports.envelope import ImplInfo
 from ..scenarios import SCENARIOS_DIR, Scenario, discover, load_file
 from .common import (
@@ -164,8 +165,9 @@ def _exported(o: HostOutcome, directory: Path | None) -> list[Finding]:
     if key is None or directory is None:
         return o.findings
     data = {k: v for k, v in o.scenario.data.items() if k not in ("id", "description", "tags", "regression")}
-    path = export(key, data, directory).regression
-    return [f.with_regression(path) for f in o.findings]
+    again = f"memconform host --impl {key.impl.split(' ', 1)[0]}:… --scenarios {directory / (file_stem(key) + '.json')}"
+    path = export(replace(key, reproduce=again), data, directory).regression
+    return [replace(f, regression=path, reproduce=again) for f in o.findings]
 
 
 def _stats(outcomes: list[tuple[HostSpec, HostOutcome]]) -> dict[str, Any]:
