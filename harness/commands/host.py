@@ -165,7 +165,9 @@ def _exported(o: HostOutcome, directory: Path | None) -> list[Finding]:
     if key is None or directory is None:
         return o.findings
     data = {k: v for k, v in o.scenario.data.items() if k not in ("id", "description", "tags", "regression")}
-    again = f"memconform host --impl {key.impl.split(' ', 1)[0]}:… --scenarios {directory / (file_stem(key) + '.json')}"
+    target = (directory / (file_stem(key) + ".json")).resolve()
+    shown = f"scenarios/{target.relative_to(SCENARIOS_DIR.resolve())}" if target.is_relative_to(SCENARIOS_DIR.resolve()) else target
+    again = f"memconform host --impl {key.impl.split(' ', 1)[0]}:… --scenarios {shown}"
     path = export(replace(key, reproduce=again), data, directory).regression
     return [replace(f, regression=path, reproduce=again) for f in o.findings]
 
