@@ -115,22 +115,36 @@ class _Excuses:
     def __init__(self, ops: Sequence[OpLike]) -> None:
         self.replaced: dict[str, float] = {}  # a replaced topic's names -> latest end
         self.removed: dict[str, float] = {}  # a remove's query -> latest end
-        for o in ops:
-            end = float("inf") if o.end is None else float(o.end)
-            if o.type == "fail":
-                continue
-            if o.op == "write_memory" and not _is_append(o):
-                for name in _names(o.args.get("topic", "")):
-                    self.replaced[name] = max(end, self.replaced.get(name, end))
-            elif o.op == "remove_memory" and (o.type == "info" or kind_model.result_kind(o.result) == "removed"):
-                query = str(o.args.get("topic", ""))
-                self.removed[query] = max(end, self.removed.get(query, end))
         self._names: dict[str, tuple[str, str]] = {}
         self._reach: dict[tuple[str, str], bool] = {}
+        kinds: dict[str, str] = {}  # a result text's kind: a long history repeats a few texts
+        for o in ops:
+            if o.type == "fail":
+                continue
+            end = float("inf") if o.end is None else float(o.end)
+            if o.op == "write_memory" and not _is_append(o):
+                for name in self.names(str(o.args.get("topic", ""))):
+                    self.replaced[name] = max(end, self.replaced.get(name, end))
+            elif o.op == "remove_memory":
+                text = o.result if isinstance(o.result, str) else None
+                kind = kinds.get(text) if text is not None else None
+                if kind is None:
+                    kind = kind_model.result_kind(o.result)
+                    if text is not None:
+                        kinds[text] = kind
+                if o.type == "info" or kind == "removed":
+                    query = str(o.args.get("topic", ""))
+                    self.removed[query] = max(end, self.removed.get(query, end))
+
+    def names(self, topic: str) -> tuple[str, str]:
+        known = self._names.get(topic)
+        if known is None:
+            known = self._names[topic] = _names(topic)
+        return known
 
     def __call__(self, op: OpLike, *, removes: bool = True) -> bool:
         topic = str(op.args.get("topic", ""))
-        names = self._names.get(topic) or self._names.setdefault(topic, _names(topic))
+        names = self.names(topic)
         if any(self.replaced.get(name, -1.0) >= op.start for name in names):
             return True
         return removes and any(end >= op.start and self._reaches(query, topic) for query, end in self.removed.items())
