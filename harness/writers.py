@@ -28,7 +28,7 @@ from .oracles import interop_checks, kind_model
 from .oracles.findings import HAZARD, VIOLATION, Finding
 from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
 from .oracles.spec import INDEX_NAME
-from .peers import Driver, DriverError, PeerSpec, start_driver
+from .peers import Driver, DriverError, PeerSpec, PeerUnavailable, start_driver
 from .sandbox import Sandbox
 from .store_checker import check
 
@@ -124,6 +124,11 @@ def run_writers(
     try:
         for i in range(len(scripts)):
             drivers.append(start_driver(peers[i % len(peers)], sandbox.env(), cwd=str(sandbox.root), timeout=timeout))
+            if drivers[-1].hello.get("outcome_kinds") is True:
+                # the history checkers read what each op did from SPEC's and OpenCode's result
+                # texts (oracles.kind_model); a driver in its own words would be misjudged
+                raise PeerUnavailable(f"{drivers[-1].spec.name}: declares outcome_kinds (results in its own words); "
+                                      "interop's checkers read result texts and cannot judge it yet")
         barrier = threading.Barrier(len(scripts) + 1)
         ended: list[float] = []
 
