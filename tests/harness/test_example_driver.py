@@ -136,3 +136,21 @@ def test_a_driver_declaring_kinds_that_omits_one_is_a_scenario_error(monkeypatch
     assert [o.status for o in outcomes] == ["error"]
     assert "protocol violation: its hello declares outcome_kinds, but the answer to 'write_memory' carries no outcome" \
         in outcomes[0].reason
+
+
+def test_the_examples_own_deviations_row_makes_its_known_cross_failure_expected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example's --deviations file keys its row by the pair's hello names: the sequence it
+    lists is an expected failure with it, a failure without it."""
+    import json
+
+    from memconform.harness.cli import main
+
+    monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
+    own = REWORDED.parent / "KNOWN_DEVIATIONS.example.md"
+    base = ["conformance", "--impl", f"node:{REWORDED}", "--with", "python", "--run", "cross/flip-flop/duplicate-pins-union",
+            "--quiet", "--no-export", "--json", str(tmp_path / "r.json")]
+    assert main([*base, "--deviations", str(own)]) == 0
+    assert [s["status"] for s in json.loads((tmp_path / "r.json").read_text())["scenarios"]] == ["xfail"]
+    assert main(base) == 1
