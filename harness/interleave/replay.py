@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..commands.common import SetupError, conclude, new_report
 from ..oracles.findings import Finding
@@ -16,6 +17,16 @@ from ..peers import PeerSpec, preflight
 from . import export as nx
 from . import race_files as rf
 from . import slot
+
+
+def _stands(args: argparse.Namespace, path: Path, f: dict[str, Any], k: int, n: int, impl: str) -> list[Finding]:
+    """"reproduced k of n runs", and the recorded finding when any run showed it again."""
+    print(f"  reproduced {k} of {n} runs")
+    if not k:
+        return []
+    return [Finding(str(f.get("kind")), str(f.get("severity")), clause=str(f.get("clause", "")), impl=impl,
+                    op=str(f.get("op", "")), evidence=f"reproduced {k} of {n} runs: {f.get('evidence', '')}",
+                    reproduce=f"memconform replay {path} --runs {args.runs}", regression=str(path))]
 
 
 def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
@@ -49,14 +60,7 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
         runs = nx.replay(reg, peers, runs=args.runs, labels=labels, timeout=args.timeout, on_run=said)
         k = sum(r.reproduced for r in runs)
         executed += len(runs)
-        print(f"  reproduced {k} of {len(runs)} runs")
-        f = reg.finding
-        if k:
-            found.append(Finding(str(f.get("kind")), str(f.get("severity")), clause=str(f.get("clause", "")),
-                                 impl=str(f.get("impl", "")), op=str(f.get("op", "")),
-                                 evidence=f"reproduced {k} of {len(runs)} runs: {f.get('evidence', '')}",
-                                 reproduce=f"memconform replay {reg.path} --runs {args.runs}",
-                                 regression=str(reg.path)))
+        found += _stands(args, reg.path, reg.finding, k, len(runs), str(reg.finding.get("impl", "")))
         report_runs.append({"file": str(reg.path), "reproduced": k, "runs": len(runs), "detail": nx.to_json(runs)})
     assert run_report is not None
     run_report.stats = {"nemesis_regressions": len(regs), "runs": executed,
@@ -97,13 +101,8 @@ def run_race_replay(args: argparse.Namespace, files: list[Path]) -> int:
         runs = rf.replay(reg, peers, runs=args.runs, labels=labels, timeout=args.timeout, on_run=said)
         k = sum(r.reproduced for r in runs)
         executed += len(runs)
-        print(f"  reproduced {k} of {len(runs)} runs")
-        f = reg.finding
-        if k:
-            found.append(Finding(str(f.get("kind")), str(f.get("severity")), clause=str(f.get("clause", "")),
-                                 impl=", ".join(dict.fromkeys(labels.get(p.name, p.name) for p in peers)),
-                                 evidence=f"reproduced {k} of {len(runs)} runs: {f.get('evidence', '')}",
-                                 reproduce=f"memconform replay {reg.path} --runs {args.runs}", regression=str(reg.path)))
+        found += _stands(args, reg.path, reg.finding, k, len(runs),
+                         ", ".join(dict.fromkeys(labels.get(p.name, p.name) for p in peers)))
         detail.append({"file": str(reg.path), "reproduced": k, "runs": len(runs),
                        "diverged": [r.diverged for r in runs if r.diverged]})
     assert run_report is not None

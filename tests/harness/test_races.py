@@ -236,3 +236,16 @@ def test_s_lock_5_a_writer_that_keeps_its_lock_is_named_by_the_race_suite(tmp_pa
     one = type(sit)(sit.name, sit.lock, sit.age_s, sit.ops[:1])  # one writer: nothing waits on the lock
     run = run_schedule([PeerSpec.parse("python")], one, Replay([], strict=False))
     assert [f.kind for f in run.findings] == [KIND] and run.findings[0].evidence.startswith("w0:")
+
+
+@needs_strace
+def test_replay_cli_enforces_a_race_regression_k_of_k(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memconform.harness.cli import main
+
+    report = tmp_path / "r.json"
+    assert main(["replay", str(SHIPPED[0]), "--runs", "2", "--impl", "python", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "reproduced 2 of 2 runs" in out
+    data = json.loads(report.read_text())
+    assert data["races"][0]["reproduced"] == 2 and data["races"][0]["diverged"] == []
+    assert main(["replay", str(SHIPPED[0]), str(tmp_path / "x.json")]) == 2  # a race file and a scenario: refused
