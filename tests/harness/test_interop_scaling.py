@@ -14,6 +14,7 @@ S-PIN), its interval around its linearization point and overlapping its neighbou
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -22,12 +23,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from memconform.harness.cli import main
 from memconform.harness.history import History, Op
 from memconform.harness.oracles import kind_model
 from memconform.harness.oracles.interop_checks import StoreView, lost_writes
 from memconform.harness.oracles.tokens import Tokens
 from memconform.harness.store_checker import StoreKindModel, check
-from memconform.harness.writers import TOPICS, next_op
+from memconform.harness.writers import PHASES, TOPICS, next_op
 
 TEXTS = {
     "created": 'Created memory topic "{t}" (x.md).', "updated": 'Updated memory topic "{t}" (x.md).',
@@ -149,3 +151,16 @@ def test_tokens_with_many_prefixes_count_the_same() -> None:
     found = Tokens(tokens).count(text)
     assert found == {t: len(re.findall(re.escape(t) + r"(?![0-9])", text)) for t in tokens if t in found}
     assert found[tokens[3]] == 1 and len(found) == len(set(tokens[::7]) | {tokens[3]})
+
+
+def test_every_phase_after_the_writers_says_it_ran_and_how_long(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 165 s silence of issue 22: each check after the writers has its own progress line,
+    and the run prints and records each phase's seconds."""
+    report = tmp_path / "r.json"
+    rc = main(["interop", "--writers", "2", "--ops", "10", "--history", str(tmp_path / "h.jsonl"), "--json", str(report)])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert err.splitlines()[-len(PHASES) - 1].startswith("interop: 20/20 (")  # the writers' bar ends at the final count
+    assert [line.split(":")[0] for line in err.splitlines()[-len(PHASES):]] == [f"interop {p}" for p in PHASES]
+    assert "after the writers: pairing " in out
+    assert list(json.loads(report.read_text("utf-8"))["stats"]["phase_seconds"]) == list(PHASES)
