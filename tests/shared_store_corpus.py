@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "scenarios" / "conformance" / "shared-store"
 D = "home/.agents/memory/"
 TS = "2026-08-07T01:02:50+00:00"  # the frozen clock (scenarios.DEFAULT_NOW) under TZ=UTC
-DAY = "2026-08-07"
 CFG = {
     "agent/memory.jsonc": '{"shared_dir": true}\n',
     "home/.config/opencode/memory.jsonc": '{"shared_dir": true}\n',
@@ -157,7 +156,7 @@ add("frontmatter/created-kept-on-append", ["SS-FMT-1", "SS-FMT-2", "S-WRITE-9", 
      "log.md": fm("Log", "v1", "\nfirst\n", created="2026-08-01T00:00:00+00:00", updated="2026-08-01T00:00:00+00:00")},
     [write("Log", "second", "v2")],
     {"MEMORY.md": HEAD + entry("Log", "log.md", "v2"),
-     "log.md": fm("Log", "v2", f"\nfirst\n\n## {DAY}\n\nsecond\n", created="2026-08-01T00:00:00+00:00")})
+     "log.md": fm("Log", "v2", "\nfirst\n\n## ${STAMP}\n\nsecond\n", created="2026-08-01T00:00:00+00:00")})
 add("frontmatter/replace-discards-old-body", ["SS-FMT-2", "S-WRITE-10"],
     "A replace-mode write leaves exactly the new content as the body.",
     {"MEMORY.md": HEAD + entry("State", "state.md", "v1", "2026-08-01T00:00:00+00:00"),
@@ -170,9 +169,9 @@ add("frontmatter/file-without-frontmatter-gets-one", ["SS-FMT-1", "S-WRITE-9", "
     "A hand-written topic without frontmatter gets the default block; its text stays as the old body.",
     {"MEMORY.md": HEAD + entry("Hand", "hand.md", "v1", "2026-08-01T00:00:00+00:00"), "hand.md": "written by hand\n"},
     [write("Hand", "tool text", "v2")],
-    {"MEMORY.md": HEAD + entry("Hand", "hand.md", "v2"), "hand.md": fm("Hand", "v2", f"written by hand\n\n## {DAY}\n\ntool text\n")})
+    {"MEMORY.md": HEAD + entry("Hand", "hand.md", "v2"), "hand.md": fm("Hand", "v2", "written by hand\n\n## ${STAMP}\n\ntool text\n")})
 for n in range(1, 4):
-    body = "".join(f"\nline{i}\n" if i == 1 else f"\n## {DAY}\n\nline{i}\n" for i in range(1, n + 2))
+    body = "".join(f"\nline{i}\n" if i == 1 else f"\n## ${{STAMP}}\n\nline{i}\n" for i in range(1, n + 2))
     add(f"frontmatter/append-{n + 1}-times-one-created", ["SS-FMT-1", "SS-FMT-2", "S-WRITE-9", "S-INV-2"],
         "Repeated appends keep one `created` line and every earlier body part.",
         {"MEMORY.md": HEAD}, [write("Journal", f"line{i}", f"s{i}") for i in range(1, n + 2)],
@@ -483,7 +482,7 @@ add("repair/consistent-index-unchanged", ["SS-TOMB-4", "PEER-16"],
 add("sequences/write-pin-append-keeps-pin", ["SS-IDX-4", "SS-WRITE-1", "S-WRITE-15"],
     "write → pin → append: one entry, still pinned, both body parts kept.",
     {"MEMORY.md": HEAD}, [write("Seq", "one", "s1"), op("pin_memory", "ok", topic="Seq", pin=True), write("Seq", "two", "s2")],
-    {"MEMORY.md": HEAD + "\n" + entry("Seq", "seq.md", "s2", pin=True), "seq.md": fm("Seq", "s2", f"\none\n\n## {DAY}\n\ntwo\n")})
+    {"MEMORY.md": HEAD + "\n" + entry("Seq", "seq.md", "s2", pin=True), "seq.md": fm("Seq", "s2", "\none\n\n## ${STAMP}\n\ntwo\n")})
 add("sequences/two-topics-one-entry-each", ["SS-IDX-5", "SS-WRITE-1", "S-INV-2"],
     "Two topics written twice each: exactly one entry per filename, in first-write order.",
     {"MEMORY.md": HEAD}, [write("One", "a", "1"), write("Two", "b", "2"), write("One", "c", "1b", mode="replace"),

@@ -10,8 +10,10 @@ else may differ.  What is normalised, and nothing more:
   other index line, and the number and order of lines, compares byte for byte;
 - a temporary's name is ``«file».tmp-*`` whichever suffix form the writer uses (S-IO-4,
   PEER-5);
-- in an expected text ``${TS}`` stands for any local timestamp (S-FMT-3) and ``${DATE}`` for
-  any calendar date (S-FMT-4); a literal stamp must be equal.
+- in an expected text ``${TS}`` stands for any local timestamp (S-FMT-3), ``${DATE}`` for
+  any calendar date (S-FMT-4) and ``${STAMP}`` for either (an append's heading line, whose
+  rendering SS-FMT-2 leaves free: openpi's UTC date, OpenCode's timestamp, PEER-12); a
+  literal stamp must be equal.
 
 Topic files and the removal list compare byte for byte (with those two tokens).  Written from
 SPEC.md with this wing's own grammar (``oracles.grammar``), never the reference's parsers.
@@ -25,9 +27,10 @@ from dataclasses import dataclass
 from .grammar import first_date, parse
 from .spec import INDEX_NAME, TEMP_SUFFIX
 
-TS_TOKEN, DATE_TOKEN = "${TS}", "${DATE}"
+TS_TOKEN, DATE_TOKEN, STAMP_TOKEN = "${TS}", "${DATE}", "${STAMP}"
 TS_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}:[0-9]{2}"
 DATE_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TOKENS = {TS_TOKEN: TS_PATTERN, DATE_TOKEN: DATE_PATTERN, STAMP_TOKEN: f"(?:{TS_PATTERN}|{DATE_PATTERN})"}
 _FLAGS = ("[pin]", "[stale?]")
 _SPACES = re.compile(" +")
 
@@ -38,15 +41,14 @@ def temp_name(rel: str) -> str:
 
 
 def _pattern(expected: str) -> re.Pattern[str]:
-    """An expected text as a full-match pattern: literal except the two stamp tokens."""
-    parts = re.split(r"(\$\{TS\}|\$\{DATE\})", expected)
-    body = "".join(TS_PATTERN if p == TS_TOKEN else DATE_PATTERN if p == DATE_TOKEN else re.escape(p) for p in parts)
-    return re.compile(body, re.S)
+    """An expected text as a full-match pattern: literal except the stamp tokens."""
+    parts = re.split(r"(\$\{TS\}|\$\{DATE\}|\$\{STAMP\})", expected)
+    return re.compile("".join(_TOKENS.get(p, re.escape(p)) for p in parts), re.S)
 
 
 def text_equal(expected: str, actual: str) -> bool:
-    """Equal, a ``${TS}``/``${DATE}`` in ``expected`` matching any stamp of that format."""
-    if TS_TOKEN not in expected and DATE_TOKEN not in expected:
+    """Equal, a ``${TS}``/``${DATE}``/``${STAMP}`` in ``expected`` matching any stamp of that format."""
+    if not any(token in expected for token in _TOKENS):
         return expected == actual
     return _pattern(expected).fullmatch(actual) is not None
 

@@ -197,3 +197,15 @@ def test_ss_out_1_planted_outcome_fails(worker: Worker) -> None:
     data["steps"][0]["expect"]["outcome"] = "ok"
     out = worker.run(Scenario.from_data(data, CORPUS / "planted.json"))
     assert out.status == "fail" and "outcome" in out.failures[0].where
+
+
+def test_an_append_heading_stamp_is_a_date_or_a_timestamp() -> None:
+    """SS-FMT-2 leaves the heading's rendering free: ``${STAMP}`` takes openpi's UTC date and
+    OpenCode's timestamp (PEER-12), nothing else."""
+    from memconform.harness.oracles.store_norm import text_equal
+
+    want = "\nfirst\n\n## ${STAMP}\n\nsecond\n"
+    assert text_equal(want, "\nfirst\n\n## 2026-08-07\n\nsecond\n")
+    assert text_equal(want, "\nfirst\n\n## 2026-08-07T01:02:50+00:00\n\nsecond\n")
+    assert not text_equal(want, "\nfirst\n\n## yesterday\n\nsecond\n")
+    assert not text_equal(want, "\nfirst\n\nsecond\n")
