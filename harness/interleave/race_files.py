@@ -62,7 +62,7 @@ def to_lines(finding: Finding, shrunk: RunResult, original: RunResult, kinds: Se
     s = shrunk.situation
     meta = {
         "format": FORMAT,
-        "situation": {"name": s.name, "lock": s.lock, "age_s": s.age_s, "why": s.why,
+        "situation": {"name": s.name, "lock": s.lock, "age_s": s.age_s, "why": s.why, "kill_after": s.kill_after,
                       "ops": [[[op, args] for op, args in script] for script in s.ops]},
         "impls": list(kinds),
         "hardened": hardened,
@@ -99,7 +99,9 @@ def load(path: Path) -> RaceRegression:
     try:
         s = data["situation"]
         ops = tuple(tuple((str(op), dict(args)) for op, args in script) for script in s["ops"])
-        sit = Situation(str(s["name"]), str(s["lock"]), float(s["age_s"]), ops, str(s.get("why", "")))
+        kill = s.get("kill_after")
+        sit = Situation(str(s["name"]), str(s["lock"]), float(s["age_s"]), ops, str(s.get("why", "")),
+                        None if kill is None else (int(kill[0]), str(kill[1])))
         steps = [(str(x["writer"]), str(x["call"])) for x in lines[1:]]
         impls = [{k: str(v) for k, v in i.items()} for i in data["impls"]]
         if len(impls) != sit.writers or any("kind" not in i for i in impls):

@@ -56,6 +56,13 @@ SITUATIONS: tuple[Situation, ...] = (
               ((_append(0, "Race 0"), ("pin_memory", {"topic": "Race 0", "pin": True})),
                (_append(1, "Race 1"), ("remove_memory", {"topic": "Race 0"}), _append(1, "Race 1", 1))),
               "a dead owner's lock, then appends, a pin and a remove racing through one lock"),
+    Situation("owner-dies-mid-write", "none", 0.0,
+              ((_append(0, "Race 0"),),
+               (("advance_clock", {"ms": 11_000}), _append(1, "Race 1")),
+               (("advance_clock", {"ms": 11_000}), _append(2, "Race 2"))),
+              "a writer SIGKILLed right after writing its token into the lock, while two others, "
+              "11 s later on their clocks, reclaim the dead owner's lock (S-LOCK-3, S-INV-8)",
+              kill_after=(0, "write(.lock)")),
     Situation("no-lock", "none", 0.0,
               ((_append(0, "Race 0"),), (_append(1, "Race 1"),)),
               "no lock at all: plain contention, where two holders would break S-LOCK-2 outright"),

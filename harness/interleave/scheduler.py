@@ -35,6 +35,8 @@ DEAD_PID = 4194305
 """A pid no process can have (above Linux's largest pid_max, below 2^31): kill(pid, 0) gives
 ESRCH (S-LOCK-3), on every run, unlike a reaped pid that a later process may reuse."""
 STEP_TIMEOUT = 60.0
+ADVANCE = "advance_clock"  # a situation's pseudo-op: the writer's virtual clock moves on by args["ms"]
+KILLED = "killed"  # the step in which a writer was SIGKILLed (the situation's kill_after)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Situation:
     age_s: float
     ops: tuple[tuple[tuple[str, dict[str, Any]], ...], ...]  # per writer
     why: str = ""
+    kill_after: tuple[int, str] | None = None  # (writer, call prefix): SIGKILL it when held after that call
 
     @property
     def writers(self) -> int:
@@ -93,6 +96,7 @@ class _Writer:
     todo: list[tuple[str, dict[str, Any]]]
     state: str = "idle"  # idle | held | running | gone
     op: RaceOp | None = None
+    clock_ms: int = 0  # the writer's virtual now, as its last answer said
     locks_before: dict[str, bytes] = field(default_factory=dict)  # the store's locks when its op began
 
 
@@ -180,7 +184,8 @@ def _end(driver: Driver) -> None:
 
 def spans(steps: Sequence[Step], ops: Sequence[RaceOp], lock: str) -> list[checks.LockSpan]:
     """Each writer's holds of the lock, in steps: from its exclusive create (or its link onto
-    ``.lock``) to its own next unlink of it, cut at the answer of the op that took it."""
+    ``.lock``) to its own next unlink of it, cut at the answer of the op that took it (or at
+    its death: a killed writer holds nothing, its lock is a dead owner's)."""
     out: list[checks.LockSpan] = []
     for i, s in enumerate(steps):
         acquired = (s.call.startswith(f"create({LOCK})") or (s.call.startswith("link(") and s.call.split(")")[0].endswith(f",{LOCK}"))) \
@@ -188,7 +193,7 @@ def spans(steps: Sequence[Step], ops: Sequence[RaceOp], lock: str) -> list[check
         if not acquired:
             continue
         end = next((j for j in range(i + 1, len(steps)) if steps[j].writer == s.writer
-                    and (steps[j].call.startswith(f"unlink({LOCK})") or steps[j].call == DONE)), None)
+                    and (steps[j].call.startswith(f"unlink({LOCK})") or steps[j].call in (DONE, KILLED))), None)
         out.append(checks.LockSpan(s.writer, lock, i, end))
     return out
 
@@ -201,6 +206,8 @@ def judge(situation: Situation, steps: Sequence[Step], ops: Sequence[RaceOp], di
     faults: list[RaceOp] = []
     if situation.lock != "none":
         faults.append(RaceOp("nemesis-0", "fault", {"family": "stale-lock", "id": 0}, 0, len(steps), "ok"))
+    if situation.kill_after is not None:
+        faults.append(RaceOp("nemesis-1", "fault", {"family": "kill", "id": 1}, 0, len(steps), "ok"))
     view = disk_view(directory)
     found = checks.lost_writes(ops, [view], impl_of=impl_of, faults=faults)
     found += checks.split_topics(view, path=str(directory / "MEMORY.md"))
@@ -261,6 +268,7 @@ def run_schedule(
         plant(directory, situation.lock, situation.age_s, now_ms)
         for w, script in zip(writers, situation.ops, strict=True):
             w.todo = list(script)
+            w.clock_ms = now_ms
             if "virtual" in w.driver.clock_modes:
                 answer = w.driver.call("set_clock", {"now": _iso(now_ms), "mode": "virtual", "tz": "UTC"})
                 if not answer.ok:
@@ -273,11 +281,14 @@ def run_schedule(
                 break
             pick = strategy.choose(enabled, steps)
             w = next(x for x in writers if x.name == pick)
-            stray = next((x for x in writers if not x.traced.events.empty()), None)
+            stray = next((x for x in writers if x.state != "gone" and not x.traced.events.empty()), None)
             if stray is not None:  # a writer moved while nobody let it: someone else's SIGCONT
                 void = (f"{stray.name} ({stray.spec.kind}) ran out of turn before step {len(steps)} "
                         f"(resumed from outside the scheduler)")
                 break
+            if w.state == "idle" and w.todo[0][0] == ADVANCE:
+                steps.append(Step(w.name, _advance(w, int(w.todo.pop(0)[1]["ms"])), tuple(enabled)))
+                continue
             if w.state == "idle":
                 op, args = w.todo.pop(0)
                 w.op = RaceOp(w.name, op, args, len(steps))
@@ -300,11 +311,18 @@ def run_schedule(
             if ev.kind == "held" and ev.call is not None:
                 steps.append(Step(w.name, ev.call.short((str(directory),)), tuple(enabled)))
                 w.state = "held"
+                kill = situation.kill_after
+                if kill is not None and writers.index(w) == kill[0] and steps[-1].call.startswith(kill[1]):
+                    w.driver.kill()  # dies holding what it holds: the owner dies mid-write
+                    steps.append(Step(w.name, KILLED, (w.name,)))
+                    w.state = "gone"
             elif ev.kind == "done":
                 steps.append(Step(w.name, DONE, tuple(enabled)))
                 assert w.op is not None
                 w.op.end = len(steps) - 1
                 w.state = "idle"
+                if ev.note.isdigit():
+                    w.clock_ms = int(ev.note)
                 leftovers += [(w, f) for f in lock_leftover.check(directory, w.locks_before, [w.driver.pid],
                                                                      op=w.op.op, answer=w.op.type)]
             else:
@@ -346,4 +364,18 @@ def _call(w: _Writer) -> None:
         return
     op.result = answer.result if answer.ok else answer.error
     op.type = _classify(answer.ok, op.result)
-    w.traced.events.put(Event("done"))
+    w.traced.events.put(Event("done", note="" if answer.clock_ms is None else str(answer.clock_ms)))
+
+
+def _advance(w: _Writer, ms: int) -> str:
+    """Move an idle writer's virtual clock on (time passing between its ops: a lock it left
+    ages); its calls during ``set_clock`` (the reference re-stamps its own locks) are let go."""
+    w.clock_ms += ms
+    w.traced.disarm()
+    try:
+        answer = w.driver.call("set_clock", {"now": _iso(w.clock_ms), "mode": "virtual", "tz": "UTC"})
+    finally:
+        w.traced.arm()
+    if not answer.ok:
+        raise DriverError(f"{w.name} ({w.spec.name}): set_clock refused: {answer.error}")
+    return f"clock(+{ms} ms)"

@@ -189,6 +189,9 @@ class Traced:
     def arm(self) -> None:
         self._armed = True
 
+    def disarm(self) -> None:
+        self._armed = False
+
     def _pump(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
         parser = LineParser(self.pid)

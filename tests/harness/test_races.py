@@ -100,11 +100,16 @@ def test_lock_spans_run_from_the_create_to_the_own_unlink() -> None:
                    ("w0", "unlink(.lock) = 0"), ("w0", DONE), ("w1", DONE))
     got = spans(steps, [], "L")
     assert [(s.writer, s.start, s.end) for s in got] == [("w0", 0, 3), ("w1", 2, 5)]
+    from memconform.harness.interleave.scheduler import KILLED
+
+    dead = _steps(("w0", "create(.lock) = ok"), ("w0", KILLED), ("w1", "unlink(.lock) = 0"), ("w1", "create(.lock) = ok"))
+    assert [(s.writer, s.start, s.end) for s in spans(dead, [], "L")] == [("w0", 0, 1), ("w1", 3, None)]
 
 
 def test_the_suite_covers_the_issue_situations() -> None:
     names = {s.name for s in SITUATIONS}
-    assert {"stale-dead-owner", "empty-lock-aged", "stale-three-writers", "no-lock"} <= names
+    assert {"stale-dead-owner", "empty-lock-aged", "stale-three-writers", "owner-dies-mid-write", "no-lock"} <= names
+    assert situation("owner-dies-mid-write").kill_after == (0, "write(.lock)")
     ops = {op for s in SITUATIONS for script in s.ops for op, _ in script}
     assert {"write_memory", "remove_memory", "pin_memory"} <= ops
     assert max(s.writers for s in SITUATIONS) == 3
