@@ -118,6 +118,10 @@ def test_real_openpi_extension_in_pi(scenario: object) -> None:
     _pi_or_skip()
     ext = Path(os.environ["MEMCONFORM_PI_EXTENSION"])
     outcome = run_scenario(HostSpec("pi-host", ext / "index.ts" if ext.is_dir() else ext, DEFAULT_PI), scenario)  # type: ignore[arg-type]
+    if getattr(scenario, "id", "") == "hosts/hostile-fifo-handoff":
+        # openpi 0.3.9 reads HANDOFF.md blocking, so pi hangs at the first prompt
+        assert [f.kind for f in outcome.findings] == ["host-stuck"], outcome.reason
+        return
     assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
 
 
