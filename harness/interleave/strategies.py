@@ -135,8 +135,11 @@ class Explorer:
     runs: int = 0
 
     def next_prefix(self) -> tuple[str, ...] | None:
+        """The queued prefix with the fewest context switches, then the shortest: every one is
+        visited in the end; races of few preemptions (most real ones) come first."""
         while self.todo:
-            prefix = self.todo.pop()
+            best = min(range(len(self.todo)), key=lambda i: (switches(self.todo[i]), len(self.todo[i])))
+            prefix = self.todo.pop(best)
             if prefix not in self.seen:
                 self.seen.add(prefix)
                 return prefix
