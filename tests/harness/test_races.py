@@ -6,6 +6,7 @@ on the same schedules (S-LOCK-2 step 4, S-LOCK-4, S-LOCK-5, S-INV-9 a)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,8 @@ from memconform.harness.peers import PeerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "scenarios" / "regressions" / "races").glob("*.race.jsonl"))
+REFERENCE = [p for p in SHIPPED if all(i["kind"] == "python" for i in rf.load(p).impls)]
+PI_CORE = os.environ.get("MEMCONFORM_PI_CORE", "")
 STORE = "/tmp/s/home/.agents/memory"
 needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=f"{strace_unavailable()}")
 
@@ -130,7 +133,7 @@ def test_a_shipped_regression_names_no_machine_path() -> None:
 def test_the_shipped_reclaim_race_replays_k_of_k_on_the_reference() -> None:
     """S-INV-9 a: the recorded schedule, enforced, makes the same store calls and loses the
     same acknowledged write on every run."""
-    reg = next(rf.load(p) for p in SHIPPED if rf.load(p).situation.name == "stale-dead-owner")
+    reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
     peers = rf.resolve(reg, [PeerSpec.parse("python")])
     runs = rf.replay(reg, peers, runs=3)
     assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 3
@@ -152,7 +155,7 @@ def test_the_hardened_reference_passes_the_schedules_that_find_the_race() -> Non
     assert all(not r.errors for r in plain + hard)
     assert [r for r in hard if target(r.findings) is not None] == []
     if not any(target(r.findings) for r in plain):  # the seeds are fixed; the shipped schedule shows it surely
-        reg = next(rf.load(p) for p in SHIPPED if rf.load(p).situation.name == "stale-dead-owner")
+        reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
         assert rf.replay(reg, python, runs=1)[0].reproduced
 
 
@@ -160,7 +163,7 @@ def test_the_hardened_reference_passes_the_schedules_that_find_the_race() -> Non
 def test_a_finding_is_exported_and_replays_from_its_file(tmp_path: Path) -> None:
     sit = situation("stale-dead-owner")
     python = [PeerSpec.parse("python")]
-    reg = next(rf.load(p) for p in SHIPPED if rf.load(p).situation.name == "stale-dead-owner")
+    reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
     run = run_schedule(python, sit, Replay(reg.picks))
     hit = target(run.findings)
     assert hit is not None and hit.kind == "lost-write"
@@ -248,9 +251,22 @@ def test_replay_cli_enforces_a_race_regression_k_of_k(tmp_path: Path, capsys: py
     from memconform.harness.cli import main
 
     report = tmp_path / "r.json"
-    assert main(["replay", str(SHIPPED[0]), "--runs", "2", "--impl", "python", "--json", str(report)]) == 0
+    assert main(["replay", str(REFERENCE[0]), "--runs", "2", "--impl", "python", "--json", str(report)]) == 0
     out = capsys.readouterr().out
     assert "reproduced 2 of 2 runs" in out
     data = json.loads(report.read_text())
     assert data["races"][0]["reproduced"] == 2 and data["races"][0]["diverged"] == []
-    assert main(["replay", str(SHIPPED[0]), str(tmp_path / "x.json")]) == 2  # a race file and a scenario: refused
+    assert main(["replay", str(REFERENCE[0]), str(tmp_path / "x.json")]) == 2  # a race file and a scenario: refused
+
+
+@needs_strace
+@pytest.mark.skipif(not Path(PI_CORE).is_file(), reason="MEMCONFORM_PI_CORE names no openpi memory-core.mjs (CI has no peers)")
+def test_openpi_reclaim_races_replay_k_of_k_on_the_real_core() -> None:
+    """openpi's core has the reclaim race too (S-INV-9 a): its shipped schedules, enforced on
+    the core named by MEMCONFORM_PI_CORE, show it on every run."""
+    pi = [p for p in SHIPPED if any(i["kind"] == "pi" for i in rf.load(p).impls)]
+    assert pi
+    for path in pi:
+        reg = rf.load(path)
+        runs = rf.replay(reg, rf.resolve(reg, [PeerSpec.parse(f"pi:{PI_CORE}")]), runs=2)
+        assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 2, path.name
