@@ -26,7 +26,7 @@ from typing import Any
 
 from .oracles import lock_leftover
 from .oracles.findings import HAZARD, WEAKNESS, Finding
-from .oracles.kind_model import BUSY, result_kind
+from .oracles.kind_model import BUSY, answer_kind
 from .peers import Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox
 
@@ -170,7 +170,7 @@ def measure(
             if not answer.ok:
                 result.attempts.append((age, f"error {answer.error}"))
                 continue
-            kind = result_kind(answer.result)
+            kind = answer_kind(answer)
             result.attempts.append((age, kind))
             if kind not in (BUSY, "error", "other"):
                 # a moving clock ages the lock while the writer polls (3 s in shared mode)

@@ -32,7 +32,7 @@ from pathlib import Path
 from .availability import LockState, measure
 from .oracles import lock_leftover
 from .oracles.findings import Finding
-from .oracles.kind_model import BUSY, result_kind
+from .oracles.kind_model import BUSY, answer_kind
 from .oracles.spec import LOCK_NAME
 from .peers import DriverError, PeerSpec, start_driver
 from .procs import dead_pid
@@ -229,7 +229,7 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
             virtual = clock is not None
             if not answer.ok:
                 return CellResult(cell, expected, "error", seconds, str(answer.error), leftovers=left)
-            kind = result_kind(answer.result)
+            kind = answer_kind(answer)
             if kind == BUSY:
                 intact = _lock_state(lock) == before
                 outage = measure(spec, sb, [lock], env=env, from_age=cell.age + 1, timeout=timeout, wrapper=wrapper,

@@ -91,6 +91,25 @@ def result_kind(text: object) -> str:
     return "other"
 
 
+# A declared outcome (protocol.schema.json $defs/outcome, oracles.outcome_kind) as a model kind.
+_DECLARED = {
+    "busy": BUSY, "not-found": "not_found", "error": "error", "ok:created": "created", "ok:updated": "updated",
+    "ok:appended": "updated", "ok:removed": "removed", "ok:pinned": "pinned", "ok:unpinned": "unpinned",
+    "refused:pinned": "pinned_refused", "refused:ambiguous": "ambiguous", "refused:invalid-topic": "invalid",
+    "refused:reserved-topic": "invalid",
+}
+
+
+def answer_kind(answer: Any) -> str:
+    """The kind of an ok answer: what a driver declaring ``outcome_kinds`` says it did (its
+    text is its own), else what its result text says (:func:`result_kind`)."""
+    outcome = getattr(answer, "outcome", None)
+    if isinstance(outcome, dict) and isinstance(outcome.get("kind"), str):
+        kind, detail = outcome["kind"], outcome.get("detail")
+        return _DECLARED.get(f"{kind}:{detail}", _DECLARED.get(kind, "other"))
+    return result_kind(answer.result)
+
+
 def _find(state: State, query: str) -> Entry | list[str] | None:
     """S-IDX-8 over model entries."""
     q = query.lower()

@@ -180,3 +180,16 @@ def test_ss_out_1_the_schemas_carry_the_same_vocabulary() -> None:
     assert {op for op, d in ops.items() if "outcome" in d} == ok_.KIND_OPS
     scenario_kinds = json.loads((SCENARIOS_DIR / "scenario.schema.json").read_text())["$defs"]["kind"]["enum"]
     assert set(scenario_kinds) == set(ok_.KINDS) | {f"{k}:{d}" for k, ds in ok_.DETAILS.items() for d in ds}
+
+
+def test_the_lock_matrix_reads_a_declared_kind_not_the_text() -> None:
+    """``locks``/availability judge busy by kind_model.answer_kind: a reworded busy answer of a
+    declaring driver is busy (without it, the lock matrix called the example driver's busy an
+    error: a false lock-verdict violation), and a plain driver's text still decides."""
+    from memconform.harness.oracles import kind_model
+
+    assert kind_model.answer_kind(D(True, "Notes are in use; try again.", outcome={"kind": "busy"})) == kind_model.BUSY
+    assert kind_model.answer_kind(D(True, "Saved.", outcome={"kind": "ok", "detail": "created"})) == "created"
+    assert kind_model.answer_kind(D(True, "Gone.", outcome={"kind": "not-found"})) == "not_found"
+    assert kind_model.answer_kind(A(True, BUSY)) == kind_model.BUSY
+    assert kind_model.answer_kind(A(True, OPENPI_TEXTS[0][1])) == "created"
