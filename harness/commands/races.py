@@ -61,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N",
                    help="run only this shard of the schedule space (merge the reports with report merge)")
     p.add_argument("--no-shrink", action="store_true", help="keep findings as found")
+    p.add_argument("--no-hardened-check", action="store_true",
+                   help="do not re-run the seeds that found a race with the reference hardened (default: do, when --impl python is among the writers)")
     add_quiet_argument(p, "no line per schedule")
 
 
@@ -72,6 +74,28 @@ def racing_calls(steps: Sequence[Step]) -> dict[str, list[str]]:
         if ".lock" in s.call or "MEMORY.md)" in s.call or "kill(" in s.call or ",MEMORY.md" in s.call:
             per.setdefault(s.writer, []).append(f"#{i} {s.call}")
     return dict(sorted(per.items()))
+
+
+def _hardened_check(args: argparse.Namespace, specs: list[PeerSpec], suite: object,
+                    labels: dict[str, str]) -> dict[str, str]:
+    """For each situation a seeded strategy found a race in, the same seeds again with the
+    reference hardened (MEMCONFORM_REFERENCE_HARDENED=1): what closing the race buys."""
+    from ..interleave.races import SuiteResult, same_seeds, target
+
+    assert isinstance(suite, SuiteResult)
+    if args.hardened or args.no_hardened_check or args.strategy == "exhaustive" or not any(s.kind == "python" for s in specs):
+        return {}
+    out: dict[str, str] = {}
+    for hit in suite.found:
+        sit = hit.original.situation
+        seeds = list(range(args.seed, hit.seed + 1))
+        runs = same_seeds(specs, sit, args.strategy, seeds, hardened=True, labels=labels, timeout=args.timeout)
+        bad = [r for r in runs if target(r.findings) is not None]
+        kinds = ", ".join(sorted({f.kind for r in bad for f in r.findings})) or "nothing"
+        out[sit.name] = f"{len(bad)} of {len(runs)} seeds show a race ({kinds})"
+        print(f"  hardened reference, {sit.name}, the same {len(runs)} seeds ({args.seed}..{hit.seed}): "
+              f"{out[sit.name]}", flush=True)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {w}: {', '.join(calls)}")
         if where:
             wrote(args, "race regression", where)
+    hardened_check = _hardened_check(args, specs, suite, labels)
     found += suite.other
     print(f"races: {suite.runs} schedules in {suite.seconds:.1f} s, {suite.held} held syscalls "
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
@@ -146,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
-                    "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported}
+                    "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported,
+                    "hardened_same_seeds": hardened_check}
     extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records}
     return conclude(args, report, found, executed=suite.runs - len(suite.void), extra=extra,
                     nothing_ran="no schedule ran within the budget")

@@ -221,6 +221,21 @@ def _record(sit: Situation, strat: Strategy, seed: int, result: RunResult) -> di
                                      f"{', '.join(kinds) or 'clean'}"}
 
 
+def same_seeds(
+    peers: Sequence[PeerSpec], sit: Situation, strategy: str, seeds: Sequence[int], *, hardened: bool,
+    labels: dict[str, str] | None = None, timeout: float = 30.0,
+) -> list[RunResult]:
+    """The runs of ``sit`` for exactly these seeds (random walk or PCT): how the hardened
+    reference fares on the schedules that found a race in the plain one."""
+    pool = DriverPool()
+    try:
+        names = [f"w{i}" for i in range(sit.writers)]
+        return [run_schedule(peers, sit, PCT(s, names) if strategy == "pct" else RandomWalk(s), hardened=hardened,
+                             labels=labels, timeout=timeout, pool=pool) for s in seeds]
+    finally:
+        pool.close()
+
+
 def rerun(peers: Sequence[PeerSpec], sit: Situation, picks: Sequence[str], *, strict: bool = True,
           hardened: bool = False, labels: dict[str, str] | None = None, timeout: float = 30.0,
           pool: DriverPool | None = None) -> RunResult | None:
@@ -281,5 +296,5 @@ def shrink_run(
     return best, tries
 
 
-__all__ = ["SITUATIONS", "STRATEGIES", "Found", "SuiteResult", "continue_last", "explore", "rerun", "shrink_run",
-           "situation", "target"]
+__all__ = ["SITUATIONS", "STRATEGIES", "Found", "SuiteResult", "continue_last", "explore", "rerun", "same_seeds",
+           "shrink_run", "situation", "target"]
