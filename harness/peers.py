@@ -26,6 +26,7 @@ import fcntl
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -52,6 +53,7 @@ DEFAULT_TIMEOUT = 10.0
 # Ops that (re)load the implementation's code: not watched for hangs (a start under load
 # looks like a spin: runnable, burning CPU, no bytes read or written)
 LOADING_OPS = frozenset({"hello", "reset", "fresh_instance"})
+_STARTING = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))  # drivers starting at once
 ENV_PI = "MEMCONFORM_PI_CORE"
 ENV_OPENCODE = "MEMCONFORM_OPENCODE_PLUGIN"
 
@@ -151,9 +153,23 @@ class Driver:
     _lines: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
     _stderr: list[bytes] = field(default_factory=list)
     _stderr_pump: threading.Thread | None = None
+    # whoever moves bytes from the stderr pipe into ``_stderr`` holds this lock, so a byte is
+    # always either in the pipe or stored: never in a starved thread's hands (issue 22 item 5)
+    _stderr_lock: threading.Lock = field(default_factory=threading.Lock)
+    _stderr_eof: bool = False
     _next_id: int = 0
 
     def start(self) -> Driver:
+        """Start the process and ask ``hello``, at most one start per core at once.
+
+        Sixty-four workers starting their interpreters together on two cores took over ten
+        seconds each to answer ``hello`` and failed as hung: a false result made by the
+        harness's own load, not the implementation (issue 22 item 5).  Queued starts wait
+        here, outside the timeout; the one starting is judged by it."""
+        with _STARTING:
+            return self._start()
+
+    def _start(self) -> Driver:
         env = dict(self.env)
         if self.spec.kind == "python":
             # the reference must import from this checkout even when cwd is a sandbox
@@ -167,6 +183,8 @@ class Driver:
             env=env,
             cwd=self.cwd,
         )
+        assert self.proc.stderr is not None
+        os.set_blocking(self.proc.stderr.fileno(), False)  # read only what is there (``_drain_stderr``)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         self._stderr_pump = threading.Thread(target=self._pump_stderr, daemon=True)
         self._stderr_pump.start()
@@ -199,20 +217,50 @@ class Driver:
         self._lines.put(None)
 
     def _pump_stderr(self) -> None:
+        """Keep the stderr pipe from filling while no one asks: wait until it is readable,
+        then move what it holds under the lock (``_drain_stderr``)."""
         assert self.proc is not None and self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._stderr.append(line)
+        fd = self.proc.stderr.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        while not self._stderr_eof:
+            if poller.poll(500) and not self._drain_stderr():
+                return
+
+    def _drain_stderr(self) -> bool:
+        """Move every byte now in the stderr pipe into ``_stderr``; False once it is closed.
+
+        Called by the pump and by every reader: the reader holds the lock while it reads, so
+        what the driver wrote before its answer is in the text it gets, whatever the pump's
+        thread is doing (a driver writes its diagnostics before it answers)."""
+        with self._stderr_lock:
+            pipe = self.proc.stderr if self.proc is not None else None
+            if self._stderr_eof or pipe is None or pipe.closed:
+                self._stderr_eof = True
+                return False
+            while True:
+                try:
+                    chunk = os.read(pipe.fileno(), 65536)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._stderr_eof = True
+                    return False
+                self._stderr.append(chunk)
 
     def stderr(self) -> str:
-        """What the driver wrote on stderr so far; all of it once the driver has exited."""
-        if self.proc is not None and self.proc.poll() is not None and self._stderr_pump is not None:
-            self._stderr_pump.join(timeout=2.0)  # a dead driver's last words are still in the pipe
-            self._stderr_pump = None  # waited once: a grandchild holding the pipe costs no more
-        return b"".join(self._stderr).decode("utf-8", "replace")
+        """What the driver wrote on stderr so far: every byte written before this call (all of
+        it once the driver has exited: a dead driver's last words are in the pipe)."""
+        self._drain_stderr()
+        with self._stderr_lock:
+            return b"".join(self._stderr).decode("utf-8", "replace")
 
     def stderr_drained(self) -> bool:
-        """Nothing waits unread in the stderr pipe (FIONREAD is 0)."""
-        if self.proc is None or self.proc.stderr is None:
+        """Nothing waits unread in the stderr pipe (always true after ``stderr()``: kept for
+        callers that poll for late writers)."""
+        if self.proc is None or self.proc.stderr is None or self._stderr_eof:
             return True
         try:
             buf = bytearray(4)
@@ -222,8 +270,11 @@ class Driver:
         return int.from_bytes(buf, sys.byteorder) == 0
 
     def take_stderr(self) -> str:
-        text = self.stderr()
-        self._stderr.clear()
+        """``stderr()`` and forget it, in one step (nothing arriving between is lost)."""
+        self._drain_stderr()
+        with self._stderr_lock:
+            text = b"".join(self._stderr).decode("utf-8", "replace")
+            self._stderr.clear()
         return text
 
     @property
@@ -335,9 +386,12 @@ class Driver:
                 self.proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
                 self.kill()
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        self._drain_stderr()  # what it said last, before the pipe goes
+        with self._stderr_lock:  # never closed under a reader: its fd could be reused
+            self._stderr_eof = True
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
 
     def __enter__(self) -> Driver:
         return self
