@@ -18,14 +18,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from . import commands
-from .commands.common import SetupError
+from . import commands, interrupt
+from .commands.common import SetupError, check_outputs, interrupted_end, new_report
 from .history import HistoryError
-from .oracles.findings import EXIT_CODES_HELP, EXIT_USAGE
+from .oracles.findings import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_USAGE
 from .peers import DriverError, PeerUnavailable
 from .scenarios import ScenarioError
 
-EXIT_INTERRUPTED = 130
 DEBUG_ENV = "MEMCONFORM_DEBUG"
 
 
@@ -87,10 +86,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {_one_line(message)}", file=sys.stderr)
         return code
 
+    previous = interrupt.install()
     try:
-        return int(by_name[args.command].run(args))
+        check_outputs(args)
+        code = int(by_name[args.command].run(args))
+        if code == EXIT_INTERRUPTED or interrupt.stopping():  # its report is marked (``publish``)
+            interrupt.cleanup()
+            if code != EXIT_INTERRUPTED:
+                return fail("interrupted", EXIT_INTERRUPTED)
+        return code
     except KeyboardInterrupt:
-        return fail("interrupted", EXIT_INTERRUPTED)
+        # a command without its own partial report: an empty one, marked interrupted
+        interrupt.cleanup()
+        try:
+            return interrupted_end(args, new_report(args))
+        except OSError as e:
+            return fail(f"interrupted; the report could not be written: {_path_error(e)}", EXIT_INTERRUPTED)
     except ScenarioError as e:
         return fail(f"scenario error: {e}")
     except (SetupError, PeerUnavailable, HistoryError) as e:
@@ -108,3 +119,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV) == "1":
             raise
         return fail(f"internal error {type(e).__name__}: {e}; set {DEBUG_ENV}=1 for the traceback")
+    finally:
+        interrupt.restore(previous)

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .availability import LockState, measure
+from .interrupt import stopping
 from .oracles import lock_leftover
 from .oracles.findings import Finding
 from .oracles.kind_model import BUSY, answer_kind
@@ -347,6 +348,8 @@ def run_matrix(
     lock = threading.Lock()
 
     def one(cell: Cell) -> None:
+        if stopping():  # Ctrl-C: the queued cells do not start
+            return
         r = run_cell(spec, cell, real_time=real_time)
         with lock:
             results[cell] = r
@@ -355,7 +358,7 @@ def run_matrix(
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, selected))
-    return [results[c] for c in selected]
+    return [results[c] for c in selected if c in results]  # all, unless Ctrl-C cut the run
 
 
 # --- the documented race: two reclaimers, no atomic compare-and-unlink (S-INV-9a) --------

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .hangwatch import wait_line
+from .interrupt import stopping
 from .oracles.outcome_kind import KIND_OPS
 from .procs import blocked_in
 from .validation import first_error
@@ -167,6 +168,8 @@ class Driver:
         harness's own load, not the implementation (issue 22 item 5).  Queued starts wait
         here, outside the timeout; the one starting is judged by it."""
         with _STARTING:
+            if stopping():
+                raise DriverError(f"{self.spec.name}: not started: the run was interrupted")
             return self._start()
 
     def _start(self) -> Driver:
@@ -377,6 +380,8 @@ class Driver:
     def close(self) -> None:
         if self.proc is None:
             return
+        if self.proc.poll() is None and stopping():
+            self.kill()  # Ctrl-C: no polite exit to wait for
         if self.proc.poll() is None:
             try:
                 self.call("exit", timeout=2.0)
@@ -428,7 +433,8 @@ def start_driver(
     validate: bool = False,
     wrapper: list[str] | None = None,
 ) -> Driver:
-    """Start a driver; ``wrapper`` prefixes its command (e.g. ``strace …`` or ``setpriv …``)."""
+    """Start a driver; ``wrapper`` prefixes its command (e.g. ``strace …`` or ``setpriv …``).
+    None starts once the run is interrupted (``harness.interrupt``)."""
     return Driver(spec, env, cwd, timeout, validate, list(wrapper or [])).start()
 
 

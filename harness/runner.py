@@ -18,8 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 from . import actions, hangwatch
+from .interrupt import stopping
 from .oracles import hazards, lock_leftover
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import Finding
@@ -28,7 +30,7 @@ from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from .sandbox import Sandbox, snapshot
 from .scenarios import Scenario, iso_instant
 
-__all__ = ["Outcome", "Worker", "run_all"]
+__all__ = ["Outcome", "Worker", "run_all", "run_until_interrupted"]
 
 
 @dataclass
@@ -331,10 +333,12 @@ def run_all(
         try:
             while True:
                 with lock:
-                    if not pending:
+                    if not pending or stopping():
                         return
                     sc = pending.pop()
                 outcome = worker.run(sc)
+                if stopping() and outcome.status == "error":
+                    return  # cut by Ctrl-C (its driver was killed): not a result
                 with lock:
                     results[sc.id] = outcome
                     if on_outcome is not None:
@@ -348,4 +352,25 @@ def run_all(
     if tail:
         pending = list(reversed(tail))
         work()
-    return [results[sc.id] for sc in scenarios]
+    return [results[sc.id] for sc in scenarios if sc.id in results]  # all, unless Ctrl-C cut the run
+
+
+def run_until_interrupted(
+    spec: PeerSpec, scenarios: list[Scenario], *, on_outcome: Callable[[Outcome], None] | None = None,
+    **options: Any,
+) -> tuple[list[Outcome], bool]:
+    """``run_all``, and on Ctrl-C the outcomes of the scenarios that finished (in corpus
+    order) with ``True``: an interrupted run still reports what ran (issue 22 item 4)."""
+    done: list[Outcome] = []
+
+    def seen(o: Outcome) -> None:
+        done.append(o)
+        if on_outcome is not None:
+            on_outcome(o)
+
+    try:
+        outcomes = run_all(spec, scenarios, on_outcome=seen, **options)
+        return outcomes, stopping()  # a Ctrl-C whose KeyboardInterrupt was swallowed still counts
+    except KeyboardInterrupt:
+        order = {sc.id: i for i, sc in enumerate(scenarios)}
+        return sorted(done, key=lambda o: order.get(o.scenario.id, len(order))), True

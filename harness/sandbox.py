@@ -10,12 +10,47 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 SNAPSHOT_FIFO = b"<fifo>"
 SNAPSHOT_SOCKET = b"<socket>"
 SNAPSHOT_DIR = b"<dir>"
+
+# every temporary folder this process made and has not removed yet: an interrupted run
+# removes them all (``remove_all``), so Ctrl-C leaves no ``memconform-*`` behind
+_LIVE: set[Path] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def temp_dir(prefix: str = "memconform-", parent: str | os.PathLike[str] | None = None) -> Path:
+    """``tempfile.mkdtemp`` that ``remove_all`` knows about (``forget`` once removed)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    with _LIVE_LOCK:
+        _LIVE.add(path)
+    return path
+
+
+def forget(path: Path) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(path)
+
+
+def remove_temp(path: Path) -> None:
+    """Remove a folder made by ``temp_dir``."""
+    shutil.rmtree(path, ignore_errors=True)
+    forget(path)
+
+
+def remove_all() -> list[Path]:
+    """Remove every temporary folder this process still holds; the ones removed."""
+    with _LIVE_LOCK:
+        live = sorted(_LIVE)
+        _LIVE.clear()
+    for path in live:
+        shutil.rmtree(path, ignore_errors=True)
+    return live
 
 
 @dataclass
@@ -24,7 +59,7 @@ class Sandbox:
 
     @classmethod
     def create(cls, parent: str | os.PathLike[str] | None = None) -> Sandbox:
-        root = Path(tempfile.mkdtemp(prefix="memconform-", dir=parent))
+        root = temp_dir("memconform-", parent)
         (root / "agent").mkdir()
         (root / "home").mkdir()
         return cls(root)
@@ -85,7 +120,7 @@ class Sandbox:
         return snapshot(self.root)
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_temp(self.root)
 
 
 def snapshot(root: str | os.PathLike[str]) -> dict[str, bytes]:

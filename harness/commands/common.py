@@ -8,12 +8,22 @@ instead of a traceback deep in a run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..oracles.findings import EXIT_USAGE, Finding, exit_code, verdict
+from .. import interrupt
+from ..oracles.findings import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    INTERRUPTED,
+    Finding,
+    exit_code,
+    summary_line,
+    verdict,
+)
 from ..peers import DEFAULT_TIMEOUT, PeerSpec, start_driver
 from ..regressions import DEFAULT_DIR
 from ..reports import envelope
@@ -25,7 +35,7 @@ class SetupError(Exception):
 
 
 def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> None:
-    helptext = "python | pi:<memory-core.mjs> | opencode:<ocl-memory.mjs>"
+    helptext = "python | pi:<memory-core.mjs> | opencode:<ocl-memory.mjs> | node:<your-driver.mjs>"
     if many:
         p.add_argument("--impl", action="append", default=[], help=helptext + " (repeatable)")
     else:
@@ -49,6 +59,45 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+# every option naming a file a command writes, and the one naming a folder (``--export``)
+OUTPUT_FILES = ("json", "junit", "html", "history", "out")
+
+
+def output_problem(path: Path, *, folder: bool = False) -> str | None:
+    """Why ``path`` cannot be written (a file, or a folder when ``folder``), or None.
+
+    Nothing is created: a missing folder on the way is fine when its nearest existing
+    ancestor is a writable folder (the writer makes the rest)."""
+    if path.exists():
+        if folder and not path.is_dir():
+            return "is not a directory"
+        if not folder and path.is_dir():
+            return "is a directory"
+        return None if os.access(path, os.W_OK) else "is not writable"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"{ancestor} is not writable"
+    return None
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path writable, checked before any work starts (issue 22 item 4): a run
+    never ends by losing its results to ``--junit afile/r.xml``.  ``--export`` is checked
+    when given (the default folder is made only if a finding needs it)."""
+    for name in OUTPUT_FILES:
+        path = getattr(args, name, None)
+        if isinstance(path, Path) and (why := output_problem(path)):
+            raise SetupError(f"--{name} {path}: {why}")
+    export = getattr(args, "export", None)
+    given = isinstance(export, Path) and export != DEFAULT_DIR and not getattr(args, "no_export", False)
+    if given and (why := output_problem(Path(str(export)), folder=True)):
+        raise SetupError(f"--export {export}: {why}")
+
+
 def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress line") -> None:
     """``--quiet``: the long commands' progress (``harness.reports.progress``) and chatter off."""
     p.add_argument("--quiet", action="store_true", help=what)
@@ -69,6 +118,9 @@ def publish(args: argparse.Namespace, report: RunReport, extra: dict[str, Any] |
     from ..reports import html as html_report
     from ..reports import markdown as markdown_report
 
+    if interrupt.stopping():  # Ctrl-C, even one the command did not see: never a pass, always marked
+        report.verdict = INTERRUPTED
+        extra = (extra or {}) | {"interrupted": True, "stop_seconds": interrupt.since_stop()}
     data = report.to_json() | (extra or {})
     if getattr(args, "json", None):
         wrote(args, "JSON report", envelope.write(args.json, report, extra))
@@ -151,18 +203,34 @@ def new_report(args: argparse.Namespace, impls: Sequence[ImplInfo] = ()) -> RunR
 def conclude(
     args: argparse.Namespace, report: RunReport, found: Sequence[Finding], *, executed: int,
     unknown: bool = False, extra: dict[str, Any] | None = None, nothing_ran: str = "",
+    interrupted: bool = False,
 ) -> int:
     """Verdict, ``--json``, and exit code from the findings; a run that executed nothing is
-    a setup error naming why (``nothing_ran``), never a pass."""
+    a setup error naming why (``nothing_ran``), never a pass; an interrupted one
+    (``interrupted``) reports what finished, verdict ``interrupted``, exit 130."""
     hazard_gates = fail_on_hazard(args)
     report.findings = list(found)
     report.finish(verdict(found, executed=executed, unknown=unknown, fail_on_hazard=hazard_gates))
+    if interrupted:
+        return interrupted_end(args, report, extra)
     publish(args, report, extra)
     if executed <= 0:
         sys.stdout.flush()
         print(f"memconform {getattr(args, 'command', '')}: {nothing_ran or 'nothing ran'}", file=sys.stderr)
         return EXIT_USAGE
     return exit_code(report.verdict, fail_on_hazard=hazard_gates)
+
+
+def interrupted_end(args: argparse.Namespace, report: RunReport, extra: dict[str, Any] | None = None) -> int:
+    """Ctrl-C: the report of what finished, marked ``interrupted`` (never ``pass``), written
+    where asked; one line on stderr; exit 130."""
+    report.finish(INTERRUPTED)
+    interrupt.STOP.set()  # publish marks it
+    publish(args, report, extra)
+    sys.stdout.flush()
+    print(f"memconform {getattr(args, 'command', '')}: interrupted; the report holds what finished "
+          f"({summary_line(report.findings)})", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def hello_ops(spec: PeerSpec, timeout: float = DEFAULT_TIMEOUT) -> list[str]:

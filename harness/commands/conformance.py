@@ -22,7 +22,7 @@ from ..peers import PeerSpec, preflight
 from ..reports import scenarios as report
 from ..reports.envelope import ImplInfo
 from ..reports.progress import progress
-from ..runner import Outcome, run_all
+from ..runner import Outcome, run_until_interrupted
 from ..scenarios import PROFILES, Scenario
 from .common import (
     SetupError,
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     run_report = new_report(args, impls)
 
     with progress(f"conformance {spec.name}", len(scenarios), quiet=args.quiet) as bar:
-        outcomes = run_all(
+        outcomes, interrupted = run_until_interrupted(
             spec, scenarios, parallel=args.parallel, timeout=args.timeout,
             validate=args.validate_protocol, strict=args.strict, real_time=args.real_time,
             on_outcome=lambda o: bar.advance(note=o.scenario.id),
@@ -150,11 +150,12 @@ def run(args: argparse.Namespace) -> int:
         report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args))
         print(f"memconform conformance: wrote JUnit report {args.junit}")
     executed = report.executed(outcomes)
-    why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 else ""
+    why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 and not interrupted else ""
     extra = {"impl": label(info), "scenarios": report.scenarios_json(outcomes)}
     if args.shard:
         extra["shard"] = f"{args.shard[0]}/{args.shard[1]}"
-    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why)
+    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why,
+                    interrupted=interrupted)
 
 
 def _differential(

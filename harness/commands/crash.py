@@ -16,12 +16,13 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..faults import ERRNOS, MODELS
 from ..faults.cases import CASES, OpCase
+from ..interrupt import stopping
 from ..oracles.crash_judge import CrashFinding, Intent
 from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_line, verdict
 from ..peers import PeerSpec, preflight
@@ -34,7 +35,9 @@ from .common import (
     add_report_arguments,
     export_dir,
     fail_on_hazard,
+    interrupted_end,
     positive_int,
+    publish,
     quiet,
 )
 
@@ -278,9 +281,8 @@ def _run(args: argparse.Namespace) -> int:
             return error_runs(spec, case, errnos=errnos, only=only, timeout=args.timeout, advance=tick)
         return crash_runs(spec, case, only=only, timeout=args.timeout, with_recovery=not args.no_recover, advance=tick)
 
-    with progress(f"crash points ({len(cases)} op cases)", None, quiet=quiet(args)) as bar, \
-            ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        reports = list(pool.map(one, cases))
+    with progress(f"crash points ({len(cases)} op cases)", None, quiet=quiet(args)) as bar:
+        reports, interrupted = _run_cases(one, cases, args.parallel)
     runs = sum(len(r.points) for r in reports)
     for r in reports:
         print(r.render(args.verbose), flush=True)
@@ -299,7 +301,24 @@ def _run(args: argparse.Namespace) -> int:
                      "unavailable": None if p.outage is None else p.outage.seconds,
                      "lock_left": p.outage is not None} for p in r.points]}
         for r in reports]}
-    return _finish(args, report, findings, runs, stats, on_hazard, extra)
+    return _finish(args, report, findings, runs, stats, on_hazard, extra, interrupted=interrupted)
+
+
+def _run_cases(one: Callable[[OpCase], CaseReport], cases: list[OpCase], parallel: int) -> tuple[list[CaseReport], bool]:
+    """Every case's report in case order; on Ctrl-C the cases that finished, and True (the
+    queued ones are cancelled, the running one ends with its killed driver)."""
+    done: dict[int, CaseReport] = {}
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=max(1, parallel))
+    futures = {pool.submit(one, case): i for i, case in enumerate(cases)}
+    try:
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [done[i] for i in sorted(done)], interrupted or stopping()
 
 
 def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report: envelope.RunReport,
@@ -331,17 +350,19 @@ def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report
 
 
 def _finish(args: argparse.Namespace, report: envelope.RunReport, findings: list[Finding], executed: int,
-            stats: dict[str, Any], on_hazard: bool, extra: dict[str, Any] | None = None) -> int:
+            stats: dict[str, Any], on_hazard: bool, extra: dict[str, Any] | None = None, *,
+            interrupted: bool = False) -> int:
     for f in findings:
         print(f.line() + (f" -> {f.regression}" if f.regression else ""))
     run_verdict = verdict(findings, executed=executed, fail_on_hazard=on_hazard)
     report.findings = findings
     report.stats = stats
     report.finish(run_verdict)
+    if interrupted:
+        return interrupted_end(args, report, extra)
     what = {"pass": "no finding", "hazard": "hazards SPEC allows (exit 0 unless --fail-on hazard)",
             "fail": "violations" if any(f.severity == "violation" for f in findings) else "hazards (--fail-on hazard)",
             "error": "nothing ran"}.get(run_verdict, run_verdict)
     print(f"{summary_line(findings)}; verdict {run_verdict}: {what}")
-    if args.json:
-        envelope.write(args.json, report, extra)
+    publish(args, report, extra)
     return exit_code(run_verdict, fail_on_hazard=on_hazard)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..interrupt import stopping
 from ..machines import IN_PROCESS, MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
@@ -49,6 +50,7 @@ from .common import (
     add_report_arguments,
     export_dir,
     fail_on_hazard,
+    interrupted_end,
     non_negative_int,
     positive_float,
     publish,
@@ -174,20 +176,26 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
     deadline = time.monotonic() + args.minutes * 60
     rng = random.SystemRandom()
     first_seed = args.seed
+    interrupted = False
     with progress(f"fuzz {spec.name} (batches)", None, quiet=args.quiet) as bar:
-        while runnable:
-            for i, name in enumerate(runnable):
-                left = deadline - time.monotonic()
-                if left <= 0 and tallies[name].batches:
-                    continue
-                size = batch_size(tallies[name], left / (len(runnable) - i), _profile_examples(name, profile))
-                _batch(name, args, spec, profile, tallies[name], first_seed, rng, target, size)
-                steps = sum(t.steps for t in tallies.values())
-                found = sum(len(t.findings) for t in tallies.values())
-                bar.advance(note=f"{name}; {steps} steps, {found} findings, {max(0.0, left):.0f}s left")
-            first_seed = None
-            if time.monotonic() >= deadline:
-                break
+        try:
+            while runnable:
+                for i, name in enumerate(runnable):
+                    left = deadline - time.monotonic()
+                    if left <= 0 and tallies[name].batches:
+                        continue
+                    size = batch_size(tallies[name], left / (len(runnable) - i), _profile_examples(name, profile))
+                    _batch(name, args, spec, profile, tallies[name], first_seed, rng, target, size)
+                    steps = sum(t.steps for t in tallies.values())
+                    found = sum(len(t.findings) for t in tallies.values())
+                    bar.advance(note=f"{name}; {steps} steps, {found} findings, {max(0.0, left):.0f}s left")
+                    if stopping():
+                        raise KeyboardInterrupt
+                first_seed = None
+                if time.monotonic() >= deadline:
+                    break
+        except KeyboardInterrupt:  # Ctrl-C: the batches that finished are the report
+            interrupted = True
     findings = [f for t in tallies.values() for f in t.findings]
     print(table(tallies))
     executed = sum(t.executed for t in tallies.values())
@@ -201,6 +209,8 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
                     "steps": sum(t.steps for t in tallies.values())}
     report.findings = findings
     report.finish(run_verdict)
+    if interrupted:
+        return interrupted_end(args, report, {"machines": [t.row(n) for n, t in tallies.items()]})
     publish(args, report, {"machines": [t.row(n) for n, t in tallies.items()]})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
 

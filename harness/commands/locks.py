@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..availability import hazard_for
+from ..interrupt import stopping
 from ..locks import (
     MODES,
     CellResult,
@@ -36,13 +37,14 @@ from ..oracles.findings import (
 from ..peers import PeerSpec, preflight
 from ..regressions import export
 from ..reports import envelope
-from ..reports.progress import progress
+from ..reports.progress import Progress, progress
 from .common import (
     add_impl_arguments,
     add_quiet_argument,
     add_report_arguments,
     export_dir,
     fail_on_hazard,
+    interrupted_end,
     positive_int,
     publish,
 )
@@ -115,15 +117,30 @@ def run(args: argparse.Namespace) -> int:
     report.impls = preflight([spec], timeout=args.timeout)
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     selected = cells(tuple(args.mode or MODES))
+    done: dict[str, CellResult] = {}
+
+    def seen(r: CellResult, bar: Progress) -> None:
+        if stopping():
+            return  # cut by Ctrl-C (its processes were killed): not a result
+        done[r.cell.name] = r
+        bar.advance(note=r.cell.name)
+
+    interrupted = False
     with progress(f"locks {spec.name}", len(selected), quiet=args.quiet) as bar:
-        results = run_matrix(spec, selected, parallel=args.parallel, real_time=args.real_time,
-                             on_result=lambda r: bar.advance(note=r.cell.name))
+        try:
+            results = run_matrix(spec, selected, parallel=args.parallel, real_time=args.real_time,
+                                 on_result=lambda r: seen(r, bar))
+            if stopping():
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:  # Ctrl-C: the cells that finished are the report
+            interrupted = True
+            results = [done[c.name] for c in selected if c.name in done]
     for r in results:
         print(_row(r))
     differing = [r for r in results if not r.ok and r.verdict != "skipped"]
     print(f"\n{len(results) - len(differing)} cells as SPEC says, {len(differing)} differ")
     found = findings_of(spec, impl, results)
-    if spec.kind == "python":
+    if spec.kind == "python" and not interrupted:
         with tempfile.TemporaryDirectory() as d:
             race = two_reclaimers_race(Path(d))
         print(
@@ -157,5 +174,7 @@ def run(args: argparse.Namespace) -> int:
     cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
                    "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
                   for r in results]
+    if interrupted:
+        return interrupted_end(args, report, {"cells": cells_json})
     publish(args, report, {"cells": cells_json})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))

@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import deviations
 from ..peers import PeerSpec, preflight
 from ..reports import scenarios as report
-from ..runner import run_all
+from ..runner import run_until_interrupted
 from ..scenarios import Scenario, load_file
 from .common import (
     SetupError,
@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     impls = preflight([spec], timeout=args.timeout)
     info = impls[0]
     run_report = new_report(args, impls)
-    outcomes = run_all(spec, scenarios, timeout=args.timeout, validate=args.validate_protocol, strict=args.strict)
+    outcomes, interrupted = run_until_interrupted(spec, scenarios, timeout=args.timeout,
+                                                  validate=args.validate_protocol, strict=args.strict)
     deviations.apply(outcomes, info.name, info.version, devs)
     impl = f"{info.name} {info.version}"
     found = [f for o in outcomes for f in report.scenario_findings(o, impl, spec.name)]
@@ -98,8 +99,9 @@ def run(args: argparse.Namespace) -> int:
     run_report.stats = report.stats(outcomes)
     executed = report.executed(outcomes)
     why = ""
-    if executed == 0:
+    if executed == 0 and not interrupted:
         reasons = "; ".join(sorted({o.reason for o in outcomes}))
         why = f"0 of {len(outcomes)} scenarios ran: {reasons} (hello listed: {', '.join(hello_ops(spec, args.timeout))})"
     extra = {"impl": impl, "scenarios": report.scenarios_json(outcomes)}
-    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why)
+    return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why,
+                    interrupted=interrupted)

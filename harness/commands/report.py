@@ -33,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--json", type=Path, metavar="PATH", help="write the merged JSON report")
     m.add_argument("--junit", type=Path, metavar="PATH", help="write the merged JUnit XML report")
     m.add_argument("--html", type=Path, metavar="PATH", help="write the merged HTML report")
+    m.add_argument("--allow-partial", action="store_true",
+                   help="merge even when a shard is missing, given twice or interrupted (the report says so)")
     h = sub.add_parser("html", help="render a JSON report as a self-contained HTML page")
     h.add_argument("report", type=Path, metavar="REPORT.json")
     h.add_argument("--out", type=Path, metavar="PATH", help="HTML file (default: REPORT.html beside the JSON)")
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     datas = [_load(p) for p in args.reports]
     try:
-        data = merge.merge(datas, [str(p) for p in args.reports])
+        data = merge.merge(datas, [str(p) for p in args.reports], allow_partial=args.allow_partial)
     except merge.MergeError as e:
         raise SetupError(str(e)) from None
     error = first_error(SCHEMA_PATH, data)
@@ -74,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"merged {len(datas)} reports: {stats['scenarios']} scenarios, {stats['passed']} passed, "
           f"{stats['failed'] + stats['errors'] + stats['xpass']} failed, {stats['xfail']} expected failures, "
           f"{stats['skipped']} skipped; verdict {data['verdict']}")
+    for problem in data.get("partial", []):
+        print(f"partial: {problem}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

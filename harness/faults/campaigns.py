@@ -13,13 +13,11 @@ Every state is judged by ``harness.oracles.crash_judge``.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..oracles.crash_judge import (
@@ -35,7 +33,7 @@ from ..oracles.crash_judge import (
 from ..oracles.findings import Finding
 from ..oracles.spec import TEMP_SUFFIX
 from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox, snapshot
+from ..sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from . import ERRNOS, NOW
 from .cases import OpCase
 from .explorer import ROOT, Explorer, new_server, run_op
@@ -88,7 +86,7 @@ def traced_run(
 ) -> Run:
     """Start a driver (under strace), pin the clock, run ``op`` once, and stop."""
     started = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix="memconform-trace-", dir=trace_dir))
+    tmp = temp_dir("memconform-trace-", trace_dir)
     trace = tmp / "trace.txt"
     full_env = {**sandbox.env(), **stable_python_env(), **(env or {})}
     wrapper = strace_command(str(trace), fault) if traced else []
@@ -116,7 +114,7 @@ def traced_run(
                 driver.kill()
             driver.close()
     text = trace.read_text(encoding="utf-8", errors="replace") if trace.exists() else ""
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_temp(tmp)
     calls, answers = parse_trace(text)
     return Run(answer, error, snapshot(sandbox.root), calls, answers, pid, time.monotonic() - started)
 

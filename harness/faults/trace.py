@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +29,7 @@ from typing import Any
 from ..oracles.crash_judge import State
 from ..oracles.spec import TEMP_SUFFIX
 from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox, snapshot
+from ..sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from . import NOW, NOW_MS
 from .memfs import Effect, MemFs, Tree
 from .strace import STRACE, stable_python_env
@@ -44,7 +42,7 @@ TRACE_SYSCALLS = (
     "mkdir", "mkdirat", "rmdir",
 )
 CLOCK = {"now": NOW, "mode": "frozen", "tz": "UTC"}
-FAST_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # tmpfs: fsync costs nothing there
+FAST_DIR = os.environ.get("MEMCONFORM_FAST_DIR") or ("/dev/shm" if os.access("/dev/shm", os.W_OK) else None)  # tmpfs: fsync is free
 RENEW_OPS = ("reset", "fresh_instance")  # a fresh module instance (OpenCode's driver: fresh_instance)
 
 
@@ -411,7 +409,7 @@ class Recorder:
         """Run each ``(name, files, op, args)`` once under strace; one trace per job."""
         from .campaigns import put_state
 
-        tmp = Path(tempfile.mkdtemp(prefix="memconform-record-"))
+        tmp = temp_dir("memconform-record-")
         log = tmp / "trace.txt"
         env = {**self.sandbox.env(), **stable_python_env()}
         driver: Driver | None = None
@@ -445,7 +443,7 @@ class Recorder:
             if driver is not None:
                 driver.close()
         traces = list(self._parse(tmp, len(jobs)))
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_temp(tmp)
         return traces
 
     def _parse(self, tmp: Path, n: int) -> Iterator[Trace]:

@@ -27,6 +27,7 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
+from ..interrupt import stopping
 from . import export, profiles
 
 EXPORT_ENV = "MEMCONFORM_EXPORT_DIR"
@@ -109,6 +110,8 @@ class Machine(RuleBasedStateMachine):
 
     def executed(self, rule: str, outcome: str = "ok", *, ran: bool = True) -> None:
         """One step: ``ran`` says whether it reached the system under test (the share)."""
+        if stopping():  # Ctrl-C whose KeyboardInterrupt a gc callback swallowed: stop at this step
+            raise KeyboardInterrupt
         stats = type(self).stats
         stats.steps += 1
         stats.executed += ran

@@ -31,16 +31,19 @@ FAIL: Final = "fail"
 HAZARDOUS: Final = "hazard"
 UNKNOWN: Final = "unknown"
 ERROR: Final = "error"
+INTERRUPTED: Final = "interrupted"  # Ctrl-C: the report holds what finished; never a pass
 VERDICTS: Final = (PASS, FAIL, HAZARDOUS, UNKNOWN, ERROR)
 
 EXIT_OK: Final = 0
 EXIT_VIOLATION: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_UNKNOWN: Final = 3
+EXIT_INTERRUPTED: Final = 130
 EXIT_CODES_HELP: Final = (
     "exit status: 0 no violation (hazards allowed unless --fail-on hazard), "
     "1 violations (or hazards under --fail-on hazard), 2 usage or setup error "
-    "(nothing ran counts as one), 3 unknown (a checker ran out of budget)"
+    "(nothing ran counts as one), 3 unknown (a checker ran out of budget), "
+    "130 interrupted (Ctrl-C: the report of what finished is written, marked interrupted)"
 )
 
 
@@ -149,4 +152,6 @@ def exit_code(run_verdict: str, *, fail_on_hazard: bool = False) -> int:
         return EXIT_UNKNOWN
     if run_verdict == ERROR:
         return EXIT_USAGE
+    if run_verdict == INTERRUPTED:
+        return EXIT_INTERRUPTED
     return EXIT_OK

@@ -13,10 +13,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..oracles.findings import HAZARD, VIOLATION, Finding, summary, verdict
+from ..oracles.findings import HAZARD, INTERRUPTED, VIOLATION, Finding, summary, verdict
 
 STAT_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfail", "xpass": "xpass", "error": "errors",
                   "skip": "skipped"}
@@ -35,8 +36,46 @@ def scenario_stats(scenarios: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
-def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = ()) -> dict[str, Any]:
-    """One report from several shards' reports."""
+def shard_problems(reports: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[str]:
+    """What keeps ``reports`` from being the whole of one sharded run: a shard missing, one
+    given twice, shards of different splits, an unsharded report among shards, a shard that
+    was interrupted.  Each report records ``"shard": "K/N"`` (``conformance --shard``)."""
+    problems: list[str] = []
+    shards = [str(d.get("shard", "")) for d in reports]
+    for d, name in zip(reports, labels, strict=True):
+        if d.get("interrupted") or d.get("verdict") == INTERRUPTED:
+            problems.append(f"{name} was interrupted (it holds part of its shard)")
+    if not any(shards):
+        return problems + ([f"{len(reports)} reports without a shard (not from conformance --shard K/N)"]
+                           if len(reports) > 1 else [])
+    parsed: dict[str, tuple[int, int]] = {}
+    for shard, name in zip(shards, labels, strict=True):
+        index, _, count = shard.partition("/")
+        if not (index.isdigit() and count.isdigit()):
+            problems.append(f"{name} records no shard (\"shard\": \"K/N\")")
+            continue
+        parsed[name] = (int(index), int(count))
+    totals = sorted({n for _, n in parsed.values()})
+    if len(totals) > 1:
+        problems.append(f"shards of different splits: {', '.join(f'/{n}' for n in totals)}")
+        return problems
+    if not totals:
+        return problems
+    total = totals[0]
+    seen: dict[int, str] = {}
+    for name, (k, _) in parsed.items():
+        if k in seen:
+            problems.append(f"shard {k}/{total} given twice ({seen[k]}, {name})")
+        seen.setdefault(k, name)
+    missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
+    if missing:
+        problems.append(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing")
+    return problems
+
+
+def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = (), *, allow_partial: bool = False) -> dict[str, Any]:
+    """One report from several shards' reports; every shard of the split exactly once, unless
+    ``allow_partial`` (then the report says what is missing under ``partial``)."""
     if not reports:
         raise MergeError("no report to merge")
     labels = list(names) or [f"report {i + 1}" for i in range(len(reports))]
@@ -56,6 +95,9 @@ def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = ()) -> di
                 raise MergeError(f"{name}: scenario {sid} also in {seen[sid]}: the shards overlap")
             seen[sid] = name
             scenarios.append(s)
+    problems = shard_problems(reports, labels)
+    if problems and not allow_partial:
+        raise MergeError("; ".join(problems) + " (--allow-partial merges them anyway)")
     scenarios.sort(key=lambda s: str(s["id"]))
     findings = [Finding.from_json(f) for data in reports for f in data.get("findings", [])]
     stats = scenario_stats(scenarios) | {"shards": len(reports)}
@@ -74,6 +116,10 @@ def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = ()) -> di
     keys = {k for d in reports for k in d} - set(out) - {"scenarios", "shard"}
     for k in sorted(keys):  # a command's own sections (e.g. ``impl``): the first shard's
         out[k] = next(d[k] for d in reports if k in d)
+    if problems:
+        out["partial"] = problems
+    if any(d.get("interrupted") or d.get("verdict") == INTERRUPTED for d in reports):
+        out["interrupted"], out["verdict"] = True, INTERRUPTED  # part of a run is never a pass
     out["scenarios"] = scenarios
     out["merged"] = [{"report": name, "shard": d.get("shard", ""), "scenarios": len(d["scenarios"])}
                      for d, name in zip(reports, labels, strict=True)]
@@ -83,7 +129,7 @@ def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = ()) -> di
 def gates_hazard(data: Mapping[str, Any]) -> bool:
     """The report's command ran with ``--fail-on hazard``."""
     command = [str(a) for a in data.get("command", [])]
-    pairs = zip(command, [*command[1:], ""], strict=True)
+    pairs = pairwise(command)  # each argument with the next
     return "--fail-on=hazard" in command or any(a == "--fail-on" and b == "hazard" for a, b in pairs)
 
 

@@ -115,15 +115,15 @@ def test_runner_hazards_are_shown_and_gate_only_under_fail_on_hazard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = corpus(tmp_path, RIGHT)
-    real = conformance.__dict__["run_all"]
+    real = conformance.__dict__["run_until_interrupted"]
     hazard = Finding("raw-error", HAZARD, clause="S-IO-2", op="search", evidence="ENOTDIR reached the user")
 
-    def with_hazard(*a: Any, **k: Any) -> list[Outcome]:
-        outcomes: list[Outcome] = real(*a, **k)
+    def with_hazard(*a: Any, **k: Any) -> tuple[list[Outcome], bool]:
+        outcomes, interrupted = real(*a, **k)
         vars(outcomes[0])["findings"] = [hazard]  # Outcome.findings: the runner's hazards
-        return outcomes
+        return outcomes, interrupted
 
-    monkeypatch.setattr("memconform.harness.commands.conformance.run_all", with_hazard)
+    monkeypatch.setattr("memconform.harness.commands.conformance.run_until_interrupted", with_hazard)
     out = tmp_path / "c.json"
     assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     text = capsys.readouterr().out
