@@ -79,7 +79,9 @@ def test_stderr_scenarios_at_parallel_64_never_falsely_fail(tmp_path: Path) -> N
             capture_output=True, text=True, cwd=tmp_path, check=False,
         )
         if proc.returncode != 0:
-            failed = [s["id"] for s in json.loads(out.read_text())["scenarios"] if s["status"] != "pass"] \
+            failed = [f"{s['id']}: {s['status']} {s.get('reason', '')} "
+                      + "; ".join(f"{f['where']}: {f.get('actual', '')!r}"[:160] for f in s.get("failures", []))
+                      for s in json.loads(out.read_text())["scenarios"] if s["status"] != "pass"] \
                 if out.exists() else [proc.stderr.strip()]
             bad.append((i, failed))
     print(f"stderr scenarios at --parallel 64: {len(bad)} of {runs} runs falsely failed: {bad}")
