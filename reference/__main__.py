@@ -4,8 +4,8 @@ The store is found through the same variables as the JS core (``PI_CODING_AGENT_
 ``PI_SHARED_MEMORY_HOME``, ``HOME``); ``--agent-dir``/``--shared-home`` override them, so the
 real home is touched only when nothing else is given.
 
-Exit status: 0 done, 1 an error was raised, 2 bad arguments, 3 not found (no index, no
-matching entry), 4 refused (an invalid topic, an ambiguous or pinned entry), 5 busy (another
+Exit status: 0 done, 1 an error was raised, 2 bad arguments, 3 not found (no index to
+``list``, no topic file to ``show``, no entry matching a ``remove``/``pin`` or a ``search``), 4 refused (an invalid topic, an ambiguous or pinned entry), 5 busy (another
 tool holds the lock: retry).  The store's result texts are SPEC's, the tool's own; where one
 names the tool's command (``/memory unpin``), this CLI shows its own verb instead.
 """
@@ -19,11 +19,13 @@ from collections.abc import Sequence
 
 from .edge import edge_store
 from .errors import JsError
+from .fs import is_regular_file
 from .lock import LOCK_BUSY_MESSAGE
 from .serve import serve
+from .store import NO_INDEX, NOT_FOUND_TOPIC
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_REFUSED, EXIT_BUSY = 0, 1, 2, 3, 4, 5
-_NOT_FOUND = ("No entry found matching ", "No memory index found.")
+_NOT_FOUND = ("No entry found matching ", NO_INDEX)
 _REFUSED = ("Invalid topic:", "Reserved topic:", "Multiple entries match ", "Cannot remove ")
 _TOOL_UNPIN = "Unpin it first with: /memory unpin "
 _CLI_UNPIN = "Unpin it first with: python -m memconform.reference pin --off "
@@ -87,11 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = edge_store(env)
     try:
         if args.command == "list":
+            if not is_regular_file(store.fs, store.get_memory_index()):
+                print(NO_INDEX, file=sys.stderr)
+                return EXIT_NOT_FOUND
             for e in store.read_index_entries():
                 flags = "".join([" [pin]" if e.pinned else "", " [stale?]" if e.stale else ""])
                 print(f"{e.name}\t{e.filename}\t{e.date}{flags}\t{e.summary}")
         elif args.command == "show":
-            print(store.read_topic_content(args.filename))
+            body = store.read_topic_content(args.filename)
+            if body == NOT_FOUND_TOPIC:
+                print(f"No topic file {args.filename!r} in {store.get_memory_dir()}", file=sys.stderr)
+                return EXIT_NOT_FOUND
+            print(body)
         elif args.command in ("write", "remove", "pin"):
             if args.command == "write":
                 mode = "replace" if args.replace else "append"
@@ -104,8 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(shown(result), file=sys.stdout if status == EXIT_OK else sys.stderr)
             return status
         else:
-            for h in store.search_memory(args.query):
+            hits = store.search_memory(args.query)
+            for h in hits:
                 print(f"{h.match_type}\t{h.filename}\t{h.snippet}")
+            if not hits:
+                print(f"No match for {args.query!r}", file=sys.stderr)
+                return EXIT_NOT_FOUND
     except JsError as e:
         print(f"{e.kind}: {e.message}", file=sys.stderr)
         return EXIT_ERROR

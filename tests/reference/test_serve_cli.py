@@ -192,3 +192,18 @@ def test_cli_exit_status_of_each_result_class() -> None:
     assert exit_status("No memory index found.") == 3
     assert exit_status('Multiple entries match "Z", be more specific: Z1, Z2') == 4
     assert shown("Unpin it first with: /memory unpin A") == "Unpin it first with: python -m memconform.reference pin --off A"
+
+
+def test_cli_nothing_found_exits_3(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    """README: exit 3 when nothing was found (no index, no matching entry), for every verb."""
+    assert run_cli_err(env, capsys, "list") == (3, "", "No memory index found.\n")
+    code, out, err = run_cli_err(env, capsys, "show", "nosuch.md")
+    assert (code, out) == (3, "") and err.startswith("No topic file 'nosuch.md' in ")
+    assert run_cli_err(env, capsys, "search", "port") == (3, "", "No match for 'port'\n")
+    run_cli(env, capsys, "write", "PostgreSQL Setup", "port 5433", "--summary", "db")
+    assert run_cli_err(env, capsys, "list")[0] == 0
+    code, out, _ = run_cli_err(env, capsys, "show", "postgresql-setup.md")
+    assert code == 0 and out.startswith("port 5433")
+    assert run_cli_err(env, capsys, "search", "port")[0] == 0
+    assert run_cli_err(env, capsys, "show", "nosuch.md")[0] == 3
+    assert run_cli_err(env, capsys, "search", "absent-word")[0] == 3
