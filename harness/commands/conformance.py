@@ -103,7 +103,7 @@ def _in_profile(args: argparse.Namespace, spec: PeerSpec, scenarios: list[Scenar
 
 
 def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> str:
-    """``0 of 662 scenarios ran: …`` with the reason the skips give."""
+    """``0 of 663 scenarios ran: …`` with the reason the skips give."""
     head = f"0 of {len(outcomes)} scenarios ran"
     reasons = Counter(o.reason for o in outcomes)
     if all(r.startswith("driver lacks op") for r in reasons):
