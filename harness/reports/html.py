@@ -85,18 +85,47 @@ td.n{text-align:right}.verdict{font-weight:bold;padding:2px 8px;border-radius:4p
 .none{background:#eee;color:#666}pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;word-break:break-all;margin:2px 0}
 .diff{display:grid;grid-template-columns:1fr 1fr;gap:8px}.lbl{font-size:.85em;color:#555}
 .fd{background:#fff3c4;padding:4px 6px;font-family:monospace}.scn{border:1px solid #e4b4b4;padding:8px;margin:10px 0}
+.interrupted{background:#fbeec2}td{overflow-wrap:anywhere}
+table.wide{table-layout:fixed;width:100%}table.wide td{font-size:.9em;vertical-align:top}
+ul.ids{columns:3 20em;font-family:monospace;font-size:.85em;margin:.3em 0}
 """
+# the page fits 1,280 px: the body is at most 1200 px wide, and the one table whose cells hold
+# long unbroken text (findings: evidence, commands, paths) is fixed to the body's width, its
+# cells wrapping anywhere; these are its columns' shares
+FINDING_WIDTHS = {"severity": 7, "kind": 9, "clause": 8, "impl": 10, "op": 10, "evidence": 26, "reproduce": 16,
+                  "regression": 14}
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+def _table(head: Iterable[str], rows: Iterable[Iterable[str]], widths: Mapping[str, int] | None = None) -> str:
+    """A table; with ``widths`` (percent per column) a fixed one as wide as the page."""
     names = list(head)
+    cols = "".join(f'<col style="width:{widths.get(h, 10)}%">' for h in names) if widths else ""
     th = f"<tr>{''.join(f'<th>{_e(h)}</th>' for h in names)}</tr>" if any(names) else ""
     body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
-    return f"<table>{th}{body}</table>"
+    css = ' class="wide"' if widths else ""
+    return f"<table{css}>{cols}{th}{body}</table>"
+
+
+PASSED_FOLDS = (("pass", "Passed"), ("xfail", "Expected failures (listed deviations)"), ("skip", "Skipped"))
+
+
+def folded(scenarios: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every scenario that did not fail, by status, each list folded (``<details>``): the page
+    says what passed without making the reader scroll past it."""
+    out = []
+    by_status: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for s in scenarios:
+        by_status[str(s.get("status"))].append(s)
+    for status, title in PASSED_FOLDS:
+        rows = by_status.get(status, [])
+        if rows:
+            items = "".join(f"<li title='{_e(s.get('reason', ''))}'>{_e(s['id'])}</li>" for s in rows)
+            out.append(f"<details><summary>{_e(title)} ({len(rows)})</summary><ul class='ids'>{items}</ul></details>")
+    return out
 
 
 def _count_rows(per: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
@@ -177,12 +206,13 @@ def render(data: Mapping[str, Any]) -> str:
         out.extend(_failure_html(s) for s in bad)
         if not bad:
             out.append("<p>none</p>")
+        out.extend(folded(scenarios))
     findings = list(data.get("findings", []))
     out.append(f"<h2>Findings ({len(findings)})</h2>")
     if findings:
         out.append(_table(FINDING_COLUMNS, ([f"<td class='{_e(f.get('severity', ''))}'>{_e(f.get(c, ''))}</td>"
                                              if c == "severity" else f"<td>{_e(f.get(c, ''))}</td>"
-                                             for c in FINDING_COLUMNS] for f in findings)))
+                                             for c in FINDING_COLUMNS] for f in findings), FINDING_WIDTHS))
     else:
         out.append("<p>none</p>")
     if scenarios:

@@ -288,3 +288,11 @@ def test_as_a_subprocess(argv: list[str], expected: str) -> None:
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith(expected)
+
+
+def test_impl_help_names_every_peer_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--impl`` help lists every kind ``PeerSpec.parse`` takes, ``node:`` (your own driver) too."""
+    for command in ("conformance", "crash", "locks", "interop", "fuzz", "replay"):
+        assert cli.main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert all(kind in text for kind in ("python", "pi:<", "opencode:<", "node:<")), (command, text)

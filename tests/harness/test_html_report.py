@@ -6,6 +6,9 @@ the summary when set."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +77,48 @@ def test_a_clause_that_ran_nothing_says_so() -> None:
 def test_no_step_summary_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(markdown_report.SUMMARY_ENV, raising=False)
     assert markdown_report.step_summary({"verdict": "pass"}) is None
+
+
+def _wide_report() -> dict[str, Any]:
+    """A report whose findings hold long unbroken text (paths, commands), as a real one does."""
+    long_path = "/work/" + "very-long-directory-name/" * 12 + "scenario.json"
+    finding = {"severity": "hazard", "kind": "raw-error", "clause": "S-ERR-7,S-CFG-8,S-PATH-8",
+               "impl": "memconform-reference 0.1.0", "op": "remove_memory", "evidence": "ENOTDIR:" + "x" * 300,
+               "reproduce": f"memconform replay {long_path} --impl python", "regression": long_path}
+    scenarios = [{"id": f"area/s{i}", "clauses": ["S-FMT-1"], "path": "p", "status": "pass", "seconds": 0.1}
+                 for i in range(30)]
+    scenarios.append({"id": "area/known", "clauses": ["S-FMT-1"], "path": "p", "status": "xfail", "seconds": 0.1,
+                      "reason": "listed"})
+    return {"tool": {"name": "memconform", "version": "0"}, "command": ["memconform"], "impls": [],
+            "verdict": "hazard", "summary": {"by_severity": {"hazard": 1}, "by_kind": {}}, "stats": {},
+            "findings": [finding], "scenarios": scenarios}
+
+
+def test_passed_scenarios_are_listed_folded() -> None:
+    page = html_report.render(_wide_report())
+    assert "<details><summary>Passed (30)</summary>" in page and "area/s29" in page
+    assert "<details><summary>Expected failures (listed deviations) (1)</summary>" in page
+    assert page.index("Passed (30)") > page.index("Failures (0)")  # after what needs reading
+
+
+def test_the_findings_table_is_fixed_to_the_page_width() -> None:
+    """The page fits 1,280 px: the findings table is as wide as the body (at most 1200 px),
+    its columns' shares add up to the whole and its cells wrap anywhere."""
+    page = html_report.render(_wide_report())
+    assert "max-width:1200px" in page and "td{overflow-wrap:anywhere}" in page
+    assert "table.wide{table-layout:fixed;width:100%}" in page and '<table class="wide">' in page
+    assert sum(html_report.FINDING_WIDTHS.values()) == 100
+    assert set(html_report.FINDING_WIDTHS) == set(html_report.FINDING_COLUMNS)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_page_fits_1280_px_in_chromium(tmp_path: Path) -> None:
+    page = html_report.render(_wide_report()).replace(
+        "</body>", "<script>document.title='W='+document.documentElement.scrollWidth</script></body>")
+    (tmp_path / "p.html").write_text(page, encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+                          "--dump-dom", (tmp_path / "p.html").as_uri()], capture_output=True, text=True, timeout=120,
+                         check=False).stdout
+    width = int(re.search(r"<title>W=(\d+)</title>", dom).group(1))  # type: ignore[union-attr]
+    print(f"HTML report width in a 1280 px window: {width} px")
+    assert width <= 1280
