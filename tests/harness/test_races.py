@@ -270,3 +270,21 @@ def test_openpi_reclaim_races_replay_k_of_k_on_the_real_core() -> None:
         reg = rf.load(path)
         runs = rf.replay(reg, rf.resolve(reg, [PeerSpec.parse(f"pi:{PI_CORE}")]), runs=2)
         assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 2, path.name
+
+
+@needs_strace
+def test_races_cli_finds_the_reclaim_race_and_the_hardened_reference_passes_its_seeds(tmp_path: Path) -> None:
+    """The command end to end (S-LOCK-4, S-INV-9 a): random seed 18 of stale-dead-owner finds
+    the race (a weakness: exit 0), the regression is exported, and the same seed run with the
+    reference hardened shows none.  A seed's schedule is fixed, so it finds on every run."""
+    from memconform.harness.cli import main
+
+    report = tmp_path / "r.json"
+    rc = main(["races", "--impl", "python", "--situation", "stale-dead-owner", "--seed", "18", "--budget", "120", "--no-shrink",
+               "--export", str(tmp_path / "out"), "--json", str(report), "--quiet"])
+    data = json.loads(report.read_text())
+    assert (rc, data["stats"]["schedules"]) == (0, 1), data["verdict"]
+    assert {f["kind"] for f in data["findings"]} == {"lost-write"}
+    assert len(list((tmp_path / "out").glob("*.race.jsonl"))) == 1
+    [(name, said)] = data["stats"]["hardened_same_seeds"].items()
+    assert (name, said) == ("stale-dead-owner", "0 of 1 seeds show a race (nothing)")
