@@ -92,8 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(by_name[args.command].run(args))
         if code == EXIT_INTERRUPTED or interrupt.stopping():  # its report is marked (``publish``)
             interrupt.cleanup()
-            if code != EXIT_INTERRUPTED:
-                return fail("interrupted", EXIT_INTERRUPTED)
+            if not interrupt.SAID.is_set():
+                return fail("interrupted after the run's work was done; the report is whole, marked interrupted",
+                            EXIT_INTERRUPTED)
+            return EXIT_INTERRUPTED
         return code
     except KeyboardInterrupt:
         # a command without its own partial report: an empty one, marked interrupted

@@ -20,6 +20,8 @@ from typing import Any
 
 STOP = threading.Event()
 _STOPPED_AT: list[float] = []  # monotonic time of the first ``stop()`` of this run
+WORK_DONE = threading.Event()  # the run's work is over: a Ctrl-C now only marks the report
+SAID = threading.Event()  # the one ``interrupted`` line is on stderr
 
 
 def stopping() -> bool:
@@ -83,15 +85,24 @@ def since_stop() -> float:
     return round(time.monotonic() - _STOPPED_AT[0], 3) if _STOPPED_AT and STOP.is_set() else 0.0
 
 
+def work_done() -> None:
+    """The command has all its results and is writing them: a Ctrl-C from now on stops
+    nothing half-way (the report is written whole, marked interrupted by ``publish``)."""
+    WORK_DONE.set()
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     stop()
-    raise KeyboardInterrupt
+    if not WORK_DONE.is_set():
+        raise KeyboardInterrupt
 
 
 def install() -> Any:
     """SIGINT stops the run (``stop``) and raises ``KeyboardInterrupt`` in the main thread;
     returns the handler it replaced (``restore``), None off the main thread."""
     STOP.clear()
+    WORK_DONE.clear()
+    SAID.clear()
     _STOPPED_AT.clear()
     if threading.current_thread() is not threading.main_thread():
         return None
@@ -101,6 +112,8 @@ def install() -> Any:
 def restore(previous: Any) -> None:
     """The run is over: the handler ``install`` replaced is back, and new work may start."""
     STOP.clear()
+    WORK_DONE.clear()
+    SAID.clear()
     if previous is not None and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, previous)
 

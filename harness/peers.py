@@ -43,6 +43,7 @@ from .hangwatch import wait_line
 from .interrupt import stopping
 from .oracles.outcome_kind import KIND_OPS
 from .procs import blocked_in
+from .sandbox import remove_temp, temp_dir
 from .validation import first_error
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ class Driver:
     _stderr_lock: threading.Lock = field(default_factory=threading.Lock)
     _stderr_eof: bool = False
     _next_id: int = 0
+    _tmp: Path | None = None  # a node driver's TMPDIR, removed with it (``close``)
 
     def start(self) -> Driver:
         """Start the process and ask ``hello``, at most one start per core at once.
@@ -174,18 +176,24 @@ class Driver:
 
     def _start(self) -> Driver:
         env = dict(self.env)
+        command = [*self.wrapper, *self.spec.command()]
         if self.spec.kind == "python":
             # the reference must import from this checkout even when cwd is a sandbox
             root = str(PEERS_DIR.parent.parent)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        self.proc = subprocess.Popen(
-            [*self.wrapper, *self.spec.command()],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=self.cwd,
-        )
+        else:
+            # a node driver's own temporary folders (openclaude's module mirrors) live in one the
+            # harness made and removes: a driver killed on Ctrl-C cannot clean up after itself
+            self._tmp = temp_dir("memconform-driver-")
+            env["TMPDIR"] = str(self._tmp)
+        try:
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.cwd,
+            )
+        except OSError:
+            if self._tmp is not None:
+                remove_temp(self._tmp)
+            raise
         assert self.proc.stderr is not None
         os.set_blocking(self.proc.stderr.fileno(), False)  # read only what is there (``_drain_stderr``)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -397,6 +405,9 @@ class Driver:
             for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 if pipe is not None:
                     pipe.close()
+        if self._tmp is not None:
+            remove_temp(self._tmp)
+            self._tmp = None
 
     def __enter__(self) -> Driver:
         return self

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from . import actions, hangwatch
-from .interrupt import stopping
+from .interrupt import stopping, work_done
 from .oracles import hazards, lock_leftover
 from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from .oracles.findings import Finding
@@ -370,7 +370,9 @@ def run_until_interrupted(
 
     try:
         outcomes = run_all(spec, scenarios, on_outcome=seen, **options)
+        work_done()
         return outcomes, stopping()  # a Ctrl-C whose KeyboardInterrupt was swallowed still counts
     except KeyboardInterrupt:
+        work_done()
         order = {sc.id: i for i, sc in enumerate(scenarios)}
         return sorted(done, key=lambda o: order.get(o.scenario.id, len(order))), True

@@ -230,6 +230,7 @@ def interrupted_end(args: argparse.Namespace, report: RunReport, extra: dict[str
     sys.stdout.flush()
     print(f"memconform {getattr(args, 'command', '')}: interrupted; the report holds what finished "
           f"({summary_line(report.findings)})", file=sys.stderr)
+    interrupt.SAID.set()
     return EXIT_INTERRUPTED
 
 

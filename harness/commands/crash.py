@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..faults import ERRNOS, MODELS
 from ..faults.cases import CASES, OpCase
-from ..interrupt import stopping
+from ..interrupt import stopping, work_done
 from ..oracles.crash_judge import CrashFinding, Intent
 from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_line, verdict
 from ..peers import PeerSpec, preflight
@@ -318,6 +318,7 @@ def _run_cases(one: Callable[[OpCase], CaseReport], cases: list[OpCase], paralle
         interrupted = True
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        work_done()
     return [done[i] for i in sorted(done)], interrupted or stopping()
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..interrupt import stopping
+from ..interrupt import stopping, work_done
 from ..machines import IN_PROCESS, MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
@@ -196,6 +196,7 @@ def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, prof
                     break
         except KeyboardInterrupt:  # Ctrl-C: the batches that finished are the report
             interrupted = True
+        work_done()
     findings = [f for t in tallies.values() for f in t.findings]
     print(table(tallies))
     executed = sum(t.executed for t in tallies.values())

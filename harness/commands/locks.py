@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..availability import hazard_for
-from ..interrupt import stopping
+from ..interrupt import stopping, work_done
 from ..locks import (
     MODES,
     CellResult,
@@ -130,9 +130,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             results = run_matrix(spec, selected, parallel=args.parallel, real_time=args.real_time,
                                  on_result=lambda r: seen(r, bar))
+            work_done()
             if stopping():
                 raise KeyboardInterrupt
-        except KeyboardInterrupt:  # Ctrl-C: the cells that finished are the report
+        except KeyboardInterrupt:
+            work_done()  # Ctrl-C: the cells that finished are the report
             interrupted = True
             results = [done[c.name] for c in selected if c.name in done]
     for r in results:

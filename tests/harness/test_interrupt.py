@@ -183,13 +183,15 @@ def interrupt_run(tmp_path: Path, mark: str, argv: list[str]) -> tuple[int, floa
 LOAD = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))  # runnable processes per core
 
 CASES = {
-    "conformance": ("conformance python: ", ["conformance", "--impl", "python", "--parallel", "2"]),
+    "conformance": ("conformance python: ", ["conformance", "--impl", "python", "--parallel", "1"]),
     "replay": ("child:memconform.reference", ["replay", str(SCENARIO), str(SCENARIO), "--impl", "python"]),
     "locks": ("locks python: ", ["locks", "--impl", "python", "--parallel", "4"]),
     "interop": ("interop: ", ["interop", "--impl", "python", "--writers", "2", "--ops", "100000"]),
     "nemesis": ("w0:", ["interop", "--impl", "python", "--writers", "2", "--nemesis", "kill", "--time-limit", "60"]),
     "fuzz": ("fuzz python", ["fuzz", "--impl", "python", "--minutes", "5"]),
     "crash": ("child:strace", ["crash", "--impl", "python", "--op", "all"]),
+    # the real openclaude plugin: its driver's module mirrors live in a folder the harness removes
+    "opencode": (r"conformance opencode\S*: \d+/\d+", ["conformance", "--impl", "opencode", "--parallel", "1"]),
 }
 
 
@@ -197,6 +199,8 @@ CASES = {
 def test_ctrl_c_stops_at_once_with_the_partial_report_marked_interrupted(name: str, tmp_path: Path) -> None:
     if name == "crash" and strace_unavailable():
         pytest.skip(str(strace_unavailable()))
+    if name == "opencode" and not os.environ.get("MEMCONFORM_OPENCODE_PLUGIN"):
+        pytest.skip("MEMCONFORM_OPENCODE_PLUGIN not set")
     mark, argv = CASES[name]
     rc, seconds, stderr, data = interrupt_run(tmp_path, mark, argv)
     print(f"Ctrl-C {name}: exit {seconds:.2f} s after SIGINT, report written {data.get('stop_seconds')} s after it "
