@@ -189,7 +189,7 @@ CASES = {
     "interop": ("interop: ", ["interop", "--impl", "python", "--writers", "2", "--ops", "100000"]),
     "nemesis": ("w0:", ["interop", "--impl", "python", "--writers", "2", "--nemesis", "kill", "--time-limit", "60"]),
     "fuzz": ("fuzz python", ["fuzz", "--impl", "python", "--minutes", "5"]),
-    "crash": ("child:strace", ["crash", "--impl", "python", "--op", "all"]),
+    "crash": (r"crash points \(\d+ op cases\): [1-9]", ["crash", "--impl", "python", "--op", "all"]),
     # the real openclaude plugin: its driver's module mirrors live in a folder the harness removes
     "opencode": (r"conformance opencode\S*: \d+/\d+", ["conformance", "--impl", "opencode", "--parallel", "1"]),
 }
