@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..interrupt import stopping
 from ..oracles.crash_judge import (
     CrashFinding,
     CrashVerdict,
@@ -345,6 +346,8 @@ def crash_runs(
         root = str(sb.root)
         memo: dict[tuple[tuple[str, str], ...], float | None] = {}
         for i, call in _select(en.calls, only):
+            if stopping():  # Ctrl-C: this case is cut (its report is not used)
+                break
             run, missed = _faulted(spec, sb, case, en, i, "kill", "", timeout)
             verdict = check_crash_state(run.state, en.before, published, case.intent)
             answer = "killed" if run.answer is None else f"answered {run.answer.result!r}"
@@ -380,6 +383,8 @@ def error_runs(
             name = call_name(call, root)
             token_write = site.path.endswith("/.lock") and (call.syscall.startswith("write") or call.creates)
             for errno in errnos:
+                if stopping():  # Ctrl-C: this case is cut (its report is not used)
+                    return report
                 run, missed = _faulted(spec, sb, case, en, i, "error", errno, timeout)
                 if run.answer is None:
                     verdict = CrashVerdict(findings=[CrashFinding("S-ERR-3", "driver-died", site.path, run.error)])
