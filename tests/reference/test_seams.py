@@ -88,7 +88,7 @@ def test_serve_and_the_cli_build_their_store_at_the_edge(env: StoreEnv, monkeypa
     monkeypatch.setattr(serve_module, "edge_store", recording)
     monkeypatch.setattr(cli, "edge_store", recording)
     assert serve_module.serve(io.StringIO('{"id": 1, "op": "exit"}\n'), io.StringIO()) == 0
-    assert cli.main(["--agent-dir", env.agent, "list"]) == 0
+    assert cli.main(["--agent-dir", env.agent, "list"]) == 3  # no index yet: README's "nothing found"
     assert [type(s.index_engine) for s in built] == [PlainEngine, PlainEngine]
     assert built[1].paths.agent_dir == env.agent
 
