@@ -18,7 +18,7 @@ from typing import Any
 
 from ..oracles.findings import Finding
 from ..peers import PeerSpec
-from .scheduler import DriverPool, RunResult, Situation, run_schedule
+from .scheduler import KILL, DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
     PCT,
     Diverged,
@@ -35,6 +35,12 @@ CLAUSES = ("S-LOCK-2", "S-LOCK-3", "S-LOCK-4", "S-LOCK-5", "S-INV-9")
 """What every situation exercises: acquisition, liveness, the reclaim recheck, release."""
 TARGET_KINDS = ("lost-write", "double-holder", "duplicated-write", "split-topic")
 """What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
+
+
+LIVE_AGE_MS = 59_900
+"""How far the waiters of ``live-lock-turns-stale`` are ahead of the owner: past the stale age
+(10 s) at once, past the hard stale age (60 s) after five 20 ms polls, so both turns a live
+lock could wrongly take are on the path; a readable live pid keeps it busy at any age."""
 
 
 def _append(writer: int, topic: str, n: int = 0) -> tuple[str, dict[str, Any]]:
@@ -63,6 +69,14 @@ SITUATIONS: tuple[Situation, ...] = (
               "a writer SIGKILLed right after writing its token into the lock, while two others, "
               "11 s later on their clocks, reclaim the dead owner's lock (S-LOCK-3, S-INV-8)",
               kill_after=(0, "write(.lock)")),
+    Situation("live-lock-turns-stale", "none", 0.0,
+              ((_append(0, "Race 0"),),
+               (("advance_clock", {"ms": LIVE_AGE_MS}), _append(1, "Race 1")),
+               (("advance_clock", {"ms": LIVE_AGE_MS}), _append(2, "Race 2"))),
+              "a live owner holds the lock (its token written) when two writers start, their clocks "
+              "59.9 s on: they poll while its age passes 60 s (alive: busy, S-LOCK-3) until the "
+              "strategy SIGKILLs the owner; then both may reclaim (S-LOCK-2 step 4, S-LOCK-4)",
+              start_after=(0, "write(.lock)"), killable=0),
     Situation("no-lock", "none", 0.0,
               ((_append(0, "Race 0"),), (_append(1, "Race 1"),)),
               "no lock at all: plain contention, where two holders would break S-LOCK-2 outright"),
@@ -74,6 +88,11 @@ def situation(name: str) -> Situation:
         if s.name == name:
             return s
     raise KeyError(name)
+
+
+def pickers(sit: Situation) -> list[str]:
+    """What a strategy may pick in ``sit``: its writers, and the kill of its killable one."""
+    return [f"w{i}" for i in range(sit.writers)] + ([KILL] if sit.killable is not None else [])
 
 
 @dataclass
@@ -178,8 +197,7 @@ def _explore(
                 if not in_shard(index - 1, shard):
                     out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
                     continue
-                names = [f"w{i}" for i in range(sit.writers)]
-                strat = PCT(run_seed, names) if strategy == "pct" else RandomWalk(run_seed)
+                strat = PCT(run_seed, pickers(sit)) if strategy == "pct" else RandomWalk(run_seed)
             result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
             out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
             out.runs += 1
@@ -229,8 +247,7 @@ def same_seeds(
     reference fares on the schedules that found a race in the plain one."""
     pool = DriverPool()
     try:
-        names = [f"w{i}" for i in range(sit.writers)]
-        return [run_schedule(peers, sit, PCT(s, names) if strategy == "pct" else RandomWalk(s), hardened=hardened,
+        return [run_schedule(peers, sit, PCT(s, pickers(sit)) if strategy == "pct" else RandomWalk(s), hardened=hardened,
                              labels=labels, timeout=timeout, pool=pool) for s in seeds]
     finally:
         pool.close()

@@ -37,6 +37,10 @@ ESRCH (S-LOCK-3), on every run, unlike a reaped pid that a later process may reu
 STEP_TIMEOUT = 60.0
 ADVANCE = "advance_clock"  # a situation's pseudo-op: the writer's virtual clock moves on by args["ms"]
 KILLED = "killed"  # the step in which a writer was SIGKILLed (the situation's kill_after)
+KILL = "kill"
+"""The pick that SIGKILLs a situation's ``killable`` writer: a decision of the strategy like any
+other, so the kill lands wherever the schedule puts it and replays there.  Its step is
+``Step(KILL, "SIGKILL w0")``."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class Situation:
     ops: tuple[tuple[tuple[str, dict[str, Any]], ...], ...]  # per writer
     why: str = ""
     kill_after: tuple[int, str] | None = None  # (writer, call prefix): SIGKILL it when held after that call
+    start_after: tuple[int, str] | None = None  # (writer, call prefix): the others start their ops only after it
+    killable: int | None = None  # the writer a KILL pick may SIGKILL, while held after the others started
 
     @property
     def writers(self) -> int:
@@ -192,8 +198,9 @@ def spans(steps: Sequence[Step], ops: Sequence[RaceOp], lock: str) -> list[check
             and "= -" not in s.call
         if not acquired:
             continue
-        end = next((j for j in range(i + 1, len(steps)) if steps[j].writer == s.writer
-                    and (steps[j].call.startswith(f"unlink({LOCK})") or steps[j].call in (DONE, KILLED))), None)
+        end = next((j for j in range(i + 1, len(steps)) if (steps[j].writer == s.writer
+                    and (steps[j].call.startswith(f"unlink({LOCK})") or steps[j].call in (DONE, KILLED)))
+                    or (steps[j].writer == KILL and steps[j].call == f"SIGKILL {s.writer}")), None)
         out.append(checks.LockSpan(s.writer, lock, i, end))
     return out
 
@@ -208,6 +215,9 @@ def judge(situation: Situation, steps: Sequence[Step], ops: Sequence[RaceOp], di
         faults.append(RaceOp("nemesis-0", "fault", {"family": "stale-lock", "id": 0}, 0, len(steps), "ok"))
     if situation.kill_after is not None:
         faults.append(RaceOp("nemesis-1", "fault", {"family": "kill", "id": 1}, 0, len(steps), "ok"))
+    killed = next((i for i, s in enumerate(steps) if s.writer == KILL), None)
+    if killed is not None:  # from the step after it: a hold that began before the kill took a live lock
+        faults.append(RaceOp("nemesis-1", "fault", {"family": "kill", "id": 1}, killed + 1, len(steps), "ok"))
     view = disk_view(directory)
     found = checks.lost_writes(ops, [view], impl_of=impl_of, faults=faults)
     found += checks.split_topics(view, path=str(directory / "MEMORY.md"))
@@ -276,16 +286,27 @@ def run_schedule(
             w.traced.attach()
             w.traced.arm()
         while len(steps) < max_steps:
-            enabled = [w.name for w in writers if w.state == "held" or (w.state == "idle" and w.todo)]
+            gate = situation.start_after
+            started = gate is None or any(s.writer == f"w{gate[0]}" and s.call.startswith(gate[1]) for s in steps)
+            enabled = [w.name for i, w in enumerate(writers) if w.state == "held"
+                       or (w.state == "idle" and w.todo and (started or gate is None or i == gate[0]))]
             if not enabled:
                 break
+            victim = None if situation.killable is None else writers[situation.killable]
+            if victim is not None and started and victim.state == "held":
+                enabled.append(KILL)
             pick = strategy.choose(enabled, steps)
-            w = next(x for x in writers if x.name == pick)
             stray = next((x for x in writers if x.state != "gone" and not x.traced.events.empty()), None)
             if stray is not None:  # a writer moved while nobody let it: someone else's SIGCONT
                 void = (f"{stray.name} ({stray.spec.kind}) ran out of turn before step {len(steps)} "
                         f"(resumed from outside the scheduler)")
                 break
+            if pick == KILL and victim is not None:  # dies holding what it holds
+                victim.driver.kill()
+                steps.append(Step(KILL, f"SIGKILL {victim.name}", tuple(enabled)))
+                victim.state = "gone"
+                continue
+            w = next(x for x in writers if x.name == pick)
             if w.state == "idle" and w.todo[0][0] == ADVANCE:
                 steps.append(Step(w.name, _advance(w, int(w.todo.pop(0)[1]["ms"])), tuple(enabled)))
                 continue

@@ -63,6 +63,11 @@ class RandomWalk:
         return self.rng.choice(sorted(enabled))
 
 
+def on_lock(step: Step) -> bool:
+    """A call of the lock protocol: on ``.lock`` itself or the owner's pid probe."""
+    return step.call.startswith("kill(") or ".lock" in step.path().split(",")
+
+
 @dataclass
 class PCT:
     seed: int
@@ -84,7 +89,7 @@ class PCT:
         n = len(steps)
         if n in self.changes and steps:
             self.priority[steps[-1].writer] = self.changes.index(n)  # below every initial one
-        return max(enabled, key=lambda w: self.priority[w])
+        return max(enabled, key=lambda w: self.priority.get(w, -1))
 
 
 class Diverged(Exception):

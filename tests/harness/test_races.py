@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from memconform.harness.interleave.strategies import (
     Replay,
     Step,
     conflict,
+    continue_last,
+    on_lock,
     switches,
 )
 from memconform.harness.interleave.tracer import Call, LineParser, call_paths
@@ -111,11 +114,32 @@ def test_lock_spans_run_from_the_create_to_the_own_unlink() -> None:
 
 def test_the_suite_covers_the_issue_situations() -> None:
     names = {s.name for s in SITUATIONS}
-    assert {"stale-dead-owner", "empty-lock-aged", "stale-three-writers", "owner-dies-mid-write", "no-lock"} <= names
+    assert {"stale-dead-owner", "empty-lock-aged", "stale-three-writers", "owner-dies-mid-write", "no-lock",
+            "live-lock-turns-stale"} <= names
     assert situation("owner-dies-mid-write").kill_after == (0, "write(.lock)")
     ops = {op for s in SITUATIONS for script in s.ops for op, _ in script}
     assert {"write_memory", "remove_memory", "pin_memory"} <= ops
     assert max(s.writers for s in SITUATIONS) == 3
+
+
+def test_a_strategy_kill_ends_the_owners_hold_and_marks_later_holds_as_after_a_kill(tmp_path: Path) -> None:
+    """A hold that began before the KILL pick took a live owner's lock (a violation); one
+    after it reclaimed a dead owner's (S-INV-9 a)."""
+    from memconform.harness.interleave.scheduler import KILL, judge
+
+    steps = [Step("w0", "create(.lock) = ok", ("w0",)), Step("w0", "write(.lock) = ok", ("w0",)),
+             Step(KILL, "SIGKILL w0", ("w0", "w1", KILL)), Step("w1", "unlink(.lock) = 0", ("w1",)),
+             Step("w1", "create(.lock) = ok", ("w1",))]
+    assert [(s.writer, s.start, s.end) for s in spans(steps, [], "L")] == [("w0", 0, 2), ("w1", 4, None)]
+    assert on_lock(steps[0]) and not on_lock(Step("w0", "rename(MEMORY.md.tmp-*,MEMORY.md) = 0", ()))
+    sit = situation("live-lock-turns-stale")
+    stolen = [Step("w0", "create(.lock) = ok", ("w0",)), Step("w1", "unlink(.lock) = 0", ("w1",)),
+              Step("w1", "create(.lock) = ok", ("w1",)), Step(KILL, "SIGKILL w0", ("w0", "w1", KILL))]
+    [f] = judge(sit, stolen, [], tmp_path, {"w0": "a", "w1": "b"})
+    assert (f.kind, f.severity) == ("double-holder", "violation")
+    after = [*steps, Step("w2", "create(.lock) = ok", ("w2",))]
+    [g] = judge(sit, after, [], tmp_path, {"w1": "b", "w2": "c"})
+    assert (g.kind, g.severity) == ("double-holder", "weakness")
 
 
 # --- real processes --------------------------------------------------------------------------
@@ -157,6 +181,44 @@ def test_the_hardened_reference_passes_the_schedules_that_find_the_race() -> Non
     if not any(target(r.findings) for r in plain):  # the seeds are fixed; the shipped schedule shows it surely
         reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
         assert rf.replay(reg, python, runs=1)[0].reproduced
+
+
+@needs_strace
+def test_a_live_lock_that_turns_stale_replays_k_of_k_and_the_hardened_reference_passes_its_seed() -> None:
+    """The owner holds its lock when the two others start, 59.9 s later on their clocks; the
+    strategy kills it; both reclaim (S-INV-9 a).  The shipped schedule shows it twice of
+    twice; the random seed that found it (30) shows no race with the reference hardened."""
+    reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "live-lock-turns-stale")
+    assert any(c.endswith("SIGKILL w0") for c in reg.calls)
+    runs = rf.replay(reg, rf.resolve(reg, [PeerSpec.parse("python")]), runs=2)
+    assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 2
+    hard = run_schedule([PeerSpec.parse("python")], situation("live-lock-turns-stale"), RandomWalk(30), hardened=True)
+    assert not hard.errors and not hard.void and target(hard.findings) is None, hard.findings
+
+
+class _Starve:
+    """The waiters run while they can, the owner only when nobody else can; never a kill."""
+
+    name = "starve"
+
+    def choose(self, enabled: Sequence[str], steps: Sequence[Step]) -> str:
+        waiting = [w for w in enabled if w not in ("w0", "kill")]
+        return continue_last(waiting, steps) if waiting else "w0"
+
+
+@needs_strace
+def test_a_live_owner_keeps_its_lock_while_the_waiters_clocks_pass_60_s() -> None:
+    """S-LOCK-3: the owner's pid is readable and alive, so its lock is busy at any age: the
+    waiters poll it from 59.9 s to past 60 s (every probe says alive) and never take it; the
+    owner's write and both waiters' (after the owner released, or busy) leave no race."""
+    run = run_schedule([PeerSpec.parse("python")], situation("live-lock-turns-stale"), _Starve())
+    probes = [s.call for s in run.steps if s.call.startswith("kill(")]
+    clocks = [s for s in run.steps if s.call.startswith("clock(")]
+    assert len(clocks) == 2 and probes and all(p == "kill(pid,0) = 0" for p in probes)
+    polls = max(sum(1 for s in run.steps if s.writer == w and s.call.startswith("kill(")) for w in ("w1", "w2"))
+    assert polls > 6, polls  # 59.9 s + 6 polls of 20 ms: the age passed 60 s while it was alive
+    assert not run.errors and not run.void and run.findings == []
+    assert [o.type for o in run.ops if o.process == "w0"] == ["ok"]
 
 
 @needs_strace
