@@ -216,7 +216,9 @@ class DirWatcher:
     def _probe(self, path: str, watch: _Watch) -> bool:
         """``lstat`` each name that appeared since the last look; False: list instead."""
         base = os.fsencode(path) + b"/"
-        for name in watch.dirty:
+        # in name order: a set's order moves with the hashes of the temporaries' random names,
+        # and a scheduled replay (issue 24) needs the same calls in the same order every run
+        for name in sorted(watch.dirty):
             try:
                 regular = stat.S_ISREG(os.lstat(base + name).st_mode)
             except OSError as e:

@@ -72,6 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          help="how long a fresh writer may try after the faults before the store counts as unavailable")
     nemesis.add_argument("--hardened", action="store_true",
                          help=f"run the reference writers in their opt-in hardened mode ({HARDENED_ENV}=1)")
+    nemesis.add_argument("--scheduler", choices=("random", "pct"),
+                         help="hold every writer at each store call and let one run at a time, picked by this "
+                              "strategy (seeded by --seed): time counts store calls (1000 a second), and a "
+                              "finding replays its recorded schedule k of k (docs/NEMESIS.md)")
 
 
 class _WriterProgress:
@@ -98,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     peers = list(dict.fromkeys(PeerSpec.parse(i) for i in (args.impl or ["python"])))
     if args.carry_over and (not args.shared or args.nemesis is not None):
         raise SetupError("--carry-over races carry-over into the shared store: it needs --shared and no --nemesis")
+    if args.scheduler is not None and args.nemesis is None:
+        raise SetupError("--scheduler holds a nemesis run's writers: give --nemesis FAMILIES too")
     if args.nemesis is not None:
         from ..interleave.cli import run_with_nemesis
 

@@ -14,8 +14,8 @@ from ..linearize import UNKNOWN
 from ..oracles.findings import summary_line
 from ..peers import PeerSpec, preflight
 from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
-from .nemesis import ScheduleError, make_schedule
-from .run import NemesisUnavailable, run_nemesis
+from .nemesis import Schedule, ScheduleError, make_schedule
+from .run import NemesisResult, NemesisUnavailable, run_nemesis
 
 
 def _progress(stats: list[WriterStats]) -> None:
@@ -29,7 +29,34 @@ def reproduce_command(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
              f"--nemesis-interval {args.nemesis_interval:g} --time-limit {args.time_limit:g}"]
     parts += [flag for flag, on in (("--shared", args.shared), ("--adversarial", args.adversarial),
                                     ("--hardened", args.hardened)) if on]
+    if getattr(args, "scheduler", None):
+        parts.append(f"--scheduler {args.scheduler}")
     return " ".join(parts)
+
+
+def _run(args: argparse.Namespace, peers: list[PeerSpec], schedule: Schedule) -> tuple[NemesisResult, str]:
+    """The timed engine, or the same schedule under the syscall scheduler (``--scheduler``)."""
+    topics = ADVERSARIAL_TOPICS if args.adversarial else TOPICS
+    if args.scheduler is None:
+        return run_nemesis(peers, schedule, timeout=args.timeout, check_budget=args.check_budget,
+                           hardened=args.hardened, settle_limit=args.settle_limit, topics=topics,
+                           progress=_progress), ""
+    from .scheduled import ScheduledUnavailable, run_scheduled
+    from .strategies import PCT, RandomWalk, Strategy
+
+    strategy: Strategy = (RandomWalk(args.seed) if args.scheduler == "random"
+                          else PCT(args.seed, [f"w{i}" for i in range(args.writers)]))
+    try:
+        done = run_scheduled(peers, schedule, strategy, seed=args.seed, timeout=args.timeout,
+                             check_budget=args.check_budget, hardened=args.hardened, topics=topics,
+                             progress=_progress)
+    except ScheduledUnavailable as e:
+        raise NemesisUnavailable(str(e)) from None
+    line = f"scheduler: {args.scheduler} seed {args.seed}, {len(done.steps)} steps, {done.held} held store calls"
+    if done.void:
+        line += f"; the run is void ({done.void}): nothing judged"
+        done.result.errors.append(f"the scheduled run is void: {done.void}")
+    return done.result, line
 
 
 def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
@@ -43,14 +70,12 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
     history_path = args.history or fresh_history_path()
     run_report = new_report(args, impls)
     try:
-        result = run_nemesis(
-            peers, schedule, timeout=args.timeout, check_budget=args.check_budget, hardened=args.hardened,
-            settle_limit=args.settle_limit, topics=ADVERSARIAL_TOPICS if args.adversarial else TOPICS,
-            progress=_progress,
-        )
+        result, scheduled = _run(args, peers, schedule)
     except NemesisUnavailable as e:
         raise SetupError(str(e)) from None
     print(file=sys.stderr)
+    if scheduled:
+        print(scheduled)
     result.history.save(history_path)
     print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
     for s in result.stats:

@@ -187,6 +187,12 @@ class NemesisRegression:
     history: History = field(repr=False)
 
     @property
+    def scheduled(self) -> dict[str, Any] | None:
+        """A scheduled run's schedule (strategy, seed, every step), when the finding came from one."""
+        got = self.history.meta.get("scheduled")
+        return got if isinstance(got, dict) and got.get("steps") else None
+
+    @property
     def specs(self) -> list[str]:
         """The implementation kinds in slot order (round-robin: the first of each, in order)."""
         names = [self.impls[k].partition(":")[0] for k in sorted(self.impls, key=lambda s: int(re.sub(r"\D", "", s) or 0))]
@@ -219,6 +225,7 @@ class ReplayRun:
     reproduced: bool
     seen: list[Finding]
     seconds: float
+    diverged: str = ""  # a scheduled replay whose store calls left the recorded ones
 
 
 def matches(found: Finding, wanted: dict[str, Any]) -> bool:
@@ -243,7 +250,8 @@ def replay(
     on_run: Callable[[ReplayRun], None] | None = None,
 ) -> list[ReplayRun]:
     """Re-run the recorded schedule ``runs`` times against ``peers``; each run's findings and
-    whether the recorded one is among them."""
+    whether the recorded one is among them.  A scheduled run's steps are enforced: a run whose
+    store calls differ from the recorded ones is diverged, not reproduced."""
     import time
 
     from .nemesis import Schedule
@@ -257,13 +265,38 @@ def replay(
         kwargs: dict[str, Any] = {"timeout": timeout, "check_budget": check_budget, "hardened": reg.hardened}
         if topics:
             kwargs["topics"] = topics
-        result = run_nemesis(peers, schedule, **kwargs)
+        diverged = ""
+        if reg.scheduled is not None:
+            result, diverged = _enforce(reg.scheduled, peers, schedule, kwargs)
+        else:
+            result = run_nemesis(peers, schedule, **kwargs)
         seen = result.findings(labels, reg.finding.get("command", ""))
-        run = ReplayRun(n, any(matches(f, reg.finding) for f in seen), seen, time.monotonic() - started)
+        run = ReplayRun(n, not diverged and any(matches(f, reg.finding) for f in seen), seen,
+                        time.monotonic() - started, diverged)
         if on_run is not None:
             on_run(run)
         out.append(run)
     return out
+
+
+def _enforce(scheduled: dict[str, Any], peers: list[PeerSpec], schedule: Any,
+             kwargs: dict[str, Any]) -> tuple[Any, str]:
+    """A scheduled finding's run again under its recorded picks; where it left them, if it did."""
+    from .scheduled import run_scheduled
+    from .strategies import Replay
+
+    recorded = [f"{w} {c}" for w, c in scheduled["steps"]]
+    done = run_scheduled(peers, schedule, Replay([str(w) for w, _ in scheduled["steps"]], strict=True),
+                         seed=int(scheduled.get("seed", 0)), **kwargs)
+    if done.void:
+        return done.result, done.void
+    calls = [f"{s.writer} {s.call}" for s in done.steps]
+    if calls == recorded:
+        return done.result, ""
+    at = next((i for i, (a, b) in enumerate(zip(calls, recorded, strict=False)) if a != b), min(len(calls), len(recorded)))
+    got = calls[at] if at < len(calls) else "the end"
+    want = recorded[at] if at < len(recorded) else "the end"
+    return done.result, f"step {at}: {got}, recorded {want}"
 
 
 def describe(reg: NemesisRegression) -> str:
@@ -272,5 +305,5 @@ def describe(reg: NemesisRegression) -> str:
 
 
 def to_json(runs: list[ReplayRun]) -> list[dict[str, Any]]:
-    return [{"run": r.n, "reproduced": r.reproduced, "seconds": round(r.seconds, 2),
+    return [{"run": r.n, "reproduced": r.reproduced, "seconds": round(r.seconds, 2), "diverged": r.diverged,
              "findings": [f.to_json() for f in r.seen]} for r in runs]

@@ -48,14 +48,18 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
         if run_report is None:
             run_report = new_report(args, impls)
         print(f"{reg.path}: {nx.describe(reg)}")
+        held = reg.scheduled
         print(f"  schedule: seed {reg.schedule.get('seed')}, {', '.join(reg.schedule.get('families', []))}, "
               f"{reg.schedule.get('time_limit')} s, {reg.schedule.get('writers')} writers; "
-              f"against {', '.join(labels.get(p.name, p.name) for p in peers)}")
+              f"against {', '.join(labels.get(p.name, p.name) for p in peers)}"
+              + (f"; {len(held['steps'])} store calls enforced ({held.get('strategy')} seed {held.get('seed')})"
+                 if held else ""))
 
         def said(run: nx.ReplayRun) -> None:
             kinds = ", ".join(sorted({f.kind for f in run.seen})) or "nothing"
+            why = f"diverged at {run.diverged}" if run.diverged else f"saw {kinds}"
             print(f"  run {run.n}/{args.runs}: {'reproduced' if run.reproduced else 'not reproduced'} "
-                  f"({run.seconds:.0f} s; saw {kinds})", flush=True)
+                  f"({run.seconds:.0f} s; {why})", flush=True)
 
         runs = nx.replay(reg, peers, runs=args.runs, labels=labels, timeout=args.timeout, on_run=said)
         k = sum(r.reproduced for r in runs)
