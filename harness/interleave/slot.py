@@ -34,6 +34,13 @@ class Slot:
     clock_ms: int | None = None  # a clock skew waiting to be applied between ops
     pids: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    paused_s: float = 0.0  # seconds the nemesis has held this slot's writers stopped, so far
+    paused_since: float | None = None  # monotonic start of the pause on now
+
+    def paused_total(self, now: float) -> float:
+        """Seconds stopped by pauses up to ``now`` (a pause on now counts up to ``now``)."""
+        with self.lock:
+            return self.paused_s + (now - self.paused_since if self.paused_since is not None else 0.0)
 
     @property
     def name(self) -> str:
