@@ -51,6 +51,12 @@ FALLBACK_RULES: dict[str, object] = {
 # --- the Fs doubles (RecordingFs, FaultFs) live in harness/faults/doubles.py ------------------
 
 
+def examples(full: int) -> int:
+    """Hypothesis examples for a heavy property: half in the default suite, which must run in
+    10 minutes on 2 cores, and all of them with ``MEMCONFORM_SLOW=1`` (the deep run)."""
+    return full if os.environ.get("MEMCONFORM_SLOW") == "1" else max(full // 2, 1)
+
+
 def ends(suffix: str) -> PathMatch:
     return lambda path: path.endswith(suffix)
 

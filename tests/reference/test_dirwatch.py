@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from memconform.reference import dirwatch
 from memconform.reference.dirwatch import WATCHER, DirWatcher, WatchingFs
 from memconform.reference.fs import Fs, list_regular
+from tests.support import examples
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
 
@@ -75,7 +76,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(ops)
 def test_s_io_1_the_watch_equals_a_listing_after_any_changes(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, str, bool]]) -> None:
     """S-IO-1: regular files only (FIFOs, symlinks, directories are not), at every look."""

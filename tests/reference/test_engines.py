@@ -31,6 +31,7 @@ from memconform.reference.index_view import ViewEngine
 from memconform.reference.store import Store
 from memconform.reference.text import UNDEFINED
 from tests.conftest import NOW_MS
+from tests.support import examples
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify")
 
@@ -156,7 +157,7 @@ def seeded(lines: list[str], files: set[str], steps: list[tuple[Any, ...]]) -> l
     return first + [("file", name, "topic") for name in sorted(files)] + steps
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(index_line(), min_size=2, max_size=10), st.sets(st.sampled_from(FILES)), operations)
 def test_a_store_on_the_fast_paths_equals_the_plain_store(
     lines: list[str], files: set[str], steps: list[tuple[Any, ...]]

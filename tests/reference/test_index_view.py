@@ -26,6 +26,7 @@ from memconform.reference.index_engine import Index, PlainEngine, PlainIndex
 from memconform.reference.index_view import IndexView, ViewEngine
 from memconform.reference.text import js_lower
 from tests.conftest import NOW_MS
+from tests.support import examples
 
 NAMES = ["Alpha", "alpha", "Beta", "b.md", "Gamma ray", "ΣΑΣ"]
 FILES = ["a.md", "b.md", "c.md", "B.md", "gamma-ray.md", "σας.md"]
@@ -126,7 +127,7 @@ def step_both(view: Index, plain: Index, step: tuple) -> tuple[Index, Index]:  #
     return view.replaced(pos, step[2]), plain.replaced(pos, step[2])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(index_lines(), max_size=14), edits)
 def test_s_idx_3_to_6_view_edits_equal_the_line_scans(lines: list[str], steps: list[tuple]) -> None:  # type: ignore[type-arg]
     """S-IDX-3/4/5/6: upsert, maintenance and removal through the view give the scans' bytes."""
@@ -171,7 +172,7 @@ def test_s_idx_3_to_6_view_edits_equal_the_line_scans(lines: list[str], steps: l
         same_as_fresh(view)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(index_lines(), max_size=14), st.sampled_from(NAMES + FILES + ["zzz", "ALPHA", "B.MD"]))
 def test_s_idx_8_s_write_6_view_lookups_equal_the_scans(lines: list[str], search: str) -> None:
     """S-IDX-8 exact step and S-WRITE-6: the view's maps name the line the scans find."""
