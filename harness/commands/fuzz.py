@@ -8,7 +8,9 @@ through its driver; ``differential`` compares the reference with any peer; ``rol
 ``lock_protocol`` and ``session`` need the reference's in-process seams and are refused for
 peers, each naming the command that does attack peers; ``shared_store`` drives any co-writer
 (OpenCode included, the reference through its server process) judged by the shared-store
-contract.  Machines run in batches of one
+contract.  ``--impl pi-host:EXTDIR`` / ``opencode-host:PLUGIN`` name an extension in its real
+host: only ``session`` drives one (host actions, ``harness.hosts.machine``), under the
+``host`` profile unless one is named.  Machines run in batches of one
 profile's worth of examples, round robin, each batch with a fresh seed, until the budget is
 spent (checked between batches).  Each failure is a ``Finding`` with its seed and rerun
 command, its shrunk example exported as a regression scenario (``--export``, default
@@ -27,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..hosts.cache import DEFAULT_PI
+from ..hosts.run import HostSpec
+from ..hosts.script import HOST_KINDS
 from ..interrupt import stopping, work_done
 from ..machines import IN_PROCESS, MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
@@ -55,6 +60,7 @@ from .common import (
     positive_float,
     publish,
 )
+from .host import parse_impl
 
 NAME = "fuzz"
 HELP = "run the Hypothesis state machines against one implementation for a time budget"
@@ -142,15 +148,21 @@ def run(args: argparse.Namespace) -> int:
         profile = profiles.profile_name(args.profile)
     except ValueError as e:
         return _fail(str(e))
-    try:
-        spec = PeerSpec.parse(args.impl)
-        info = preflight([spec], timeout=args.timeout)[0]
-        ops = _driver_ops(spec, args.timeout)
-    except (PeerUnavailable, DriverError) as e:
-        return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    spec: PeerSpec | HostSpec
+    if args.impl.partition(":")[0] in HOST_KINDS:  # a real host: only the session machine drives one
+        spec = parse_impl(args.impl, DEFAULT_PI)
+        info, ops, impl = envelope.ImplInfo(spec.name, spec.kind, spec.label.split(" ", 1)[1]), frozenset[str](), spec.label
+        profile = profiles.profile_name(args.profile or os.environ.get(profiles.ENV) or "host")
+    else:
+        try:
+            spec = PeerSpec.parse(args.impl)
+            info = preflight([spec], timeout=args.timeout)[0]
+            ops = _driver_ops(spec, args.timeout)
+        except (PeerUnavailable, DriverError) as e:
+            return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        impl = f"{info.name} {info.version}"
     if args.unicode_gap:
         os.environ[UNICODE_GAP_ENV] = "1"
-    impl = f"{info.name} {info.version}"
     names = list(dict.fromkeys(args.machine)) or list(MACHINES)
     tallies = {n: Tally(ran_against=impl) for n in names}
     try:
@@ -166,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         unbind()
 
 
-def _run(args: argparse.Namespace, spec: PeerSpec, info: envelope.ImplInfo, profile: str,
+def _run(args: argparse.Namespace, spec: PeerSpec | HostSpec, info: envelope.ImplInfo, profile: str,
          tallies: dict[str, Tally]) -> int:
     report = envelope.RunReport(command=envelope.argv(), impls=[info])
     runnable = [n for n, t in tallies.items() if not t.refused]
@@ -237,7 +249,7 @@ def _profile_examples(name: str, profile: str) -> int:
     return max(1, round(profiles.profile(profile).max_examples * getattr(load(name), "EXAMPLES_SCALE", 1.0)))
 
 
-def _batch(name: str, args: argparse.Namespace, spec: PeerSpec, profile: str, tally: Tally,
+def _batch(name: str, args: argparse.Namespace, spec: PeerSpec | HostSpec, profile: str, tally: Tally,
            first_seed: int | None, rng: random.SystemRandom, target: Path | None, size: int) -> None:
     """One batch of ``size`` examples of one machine; a failure becomes a Finding."""
     machine = load(name)

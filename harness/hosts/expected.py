@@ -25,7 +25,7 @@ from memconform.reference.tools import TOOLS, execute_tool
 from ..actions import perform, place_given
 from ..sandbox import Sandbox, snapshot
 from ..scenarios import Scenario, Step
-from .script import COMPACT, END, FILE_ACTIONS, PROMPT, SESSION, Action, HostScript
+from .script import COMPACT, END, FILE_ACTIONS, NEW_SESSION, PROMPT, SESSION, Action, HostScript
 
 
 @dataclass
@@ -111,7 +111,7 @@ def expected(scenario: Scenario, script: HostScript, summaries: list[str], paren
         prompts: list[PromptExpect] = []
         pending_summaries = iter(summaries)
         for action in script.actions:
-            if action.do == SESSION:
+            if action.do in (SESSION, NEW_SESSION):
                 model.start()
             elif action.do == PROMPT:
                 prompts.append(_prompt(model, action, len(prompts) + 1, pending_summaries))

@@ -55,7 +55,9 @@ def judge(want: Expected, seen: Observed, *, impl: str, scenario: str) -> list[F
         return Finding(kind, severity, clause, impl, op, evidence=evidence[:600],
                        reproduce=f"memconform host --impl {impl.split(' + ')[0].split()[0]}:… --run {scenario}")
 
-    out = [finding("host-tools", clause, "tools", why) for clause, why in tool_differences(want.tools, seen.tools)]
+    # the tools offered are seen in a model request: none before the first prompt
+    out = [finding("host-tools", clause, "tools", why)
+           for clause, why in (tool_differences(want.tools, seen.tools) if seen.prompts else ())]
     previous: str | None = None
     for want_p, seen_p in zip(want.prompts, seen.prompts, strict=False):
         op = f"prompt {want_p.number} ({want_p.text[:40]!r})"

@@ -32,7 +32,8 @@ def judge_opencode(want: Expected, seen: Observed, *, impl: str, scenario: str) 
         return Finding(kind, VIOLATION, clause, impl, op, evidence=evidence[:600],
                        reproduce=f"memconform host --impl opencode-host:… --run {scenario}")
 
-    out = [finding("host-tools", clause, "tools", why) for clause, why in tool_differences(want.tools, seen.tools, extra_required=True)]
+    out = [finding("host-tools", clause, "tools", why)
+           for clause, why in (tool_differences(want.tools, seen.tools, extra_required=True) if seen.prompts else ())]
     for want_p, seen_p in zip(want.prompts, seen.prompts, strict=False):
         op = f"prompt {want_p.number} ({want_p.text[:40]!r})"
         if not seen_p.scripted:

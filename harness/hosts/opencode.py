@@ -107,6 +107,13 @@ class OpenCodeSession:
             raise HostError(f"opencode run exited {done.returncode}: {tail}")
         self._continue = True
 
+    def ready(self) -> None:
+        """Nothing runs between prompts: each ``opencode run`` starts and ends its process."""
+
+    def new_session(self) -> None:
+        """The next prompt starts a new session (no ``--continue``)."""
+        self._continue = False
+
     def compact(self) -> dict[str, Any]:
         raise HostError("opencode run has no manual compaction command")
 

@@ -136,10 +136,22 @@ class PiSession:
         for i in range(runs):
             self._until(self._settled, f"settled run {i + 1} of {runs} after the prompt")
 
+    def _command(self, kind: str, what: str) -> dict[str, Any]:
+        rid = f"{kind}{len(self.events)}"
+        self._send({"id": rid, "type": kind})
+        return self._until(lambda e: e.get("type") == "response" and e.get("id") == rid, what)
+
+    def ready(self) -> None:
+        """pi reads stdin only once its session has started (the extension's ``session_start``
+        has run), so the answer to a ``get_state`` says the start is over."""
+        self._command("get_state", "answer to get_state after the start")
+
+    def new_session(self) -> None:
+        """pi's ``/new``: a new session in the same process (module state kept)."""
+        self._command("new_session", "new_session response")
+
     def compact(self) -> dict[str, Any]:
-        rid = f"c{len(self.events)}"
-        self._send({"id": rid, "type": "compact"})
-        return self._until(lambda e: e.get("type") == "response" and e.get("id") == rid, "compact response")
+        return self._command("compact", "compact response")
 
     def end(self) -> int:
         """Close stdin (pi ends the session) and wait for the exit status."""

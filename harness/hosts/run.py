@@ -13,19 +13,17 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..actions import perform, place_given
+from ..actions import place_given
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..sandbox import Sandbox
-from ..scenarios import Scenario, Step
+from ..scenarios import Scenario
 from .expected import expected
-from .fake_model import FakeModel, Request
-from .judge import Observed, PromptSeen, judge
+from .judge import Observed, judge
 from .judge_opencode import judge_opencode
-from .opencode import OpenCodeSession
-from .pi import HostError, PiSession
-from .script import COMPACT, END, FILE_ACTIONS, PROMPT, SESSION, HostScript
+from .pi import HostError
+from .play import Player
+from .script import PROMPT, HostScript
 
 
 @dataclass(frozen=True)
@@ -35,6 +33,11 @@ class HostSpec:
     kind: str
     path: Path
     host: str
+
+    @property
+    def name(self) -> str:
+        """As ``--impl`` names it (rerun commands)."""
+        return f"{self.kind}:{self.path.parent if self.path.name == 'index.ts' else self.path}"
 
     @property
     def label(self) -> str:
@@ -104,53 +107,12 @@ def host_failure(spec: HostSpec, scenario: Scenario, error: HostError) -> Findin
 
 
 def _play(spec: HostSpec, script: HostScript, sandbox: Sandbox, timeout: float) -> Observed:
-    stderr = sandbox.root / "host-stderr.txt"
-    work = sandbox.root / "work"
-    work.mkdir()
-    prompts: list[PromptSeen] = []
-    summaries: list[str] = []
-    with FakeModel(lifetime=timeout * (len(script.actions) + 2)) as model:
-        session: PiSession | OpenCodeSession | None = None
-
-        def start() -> PiSession | OpenCodeSession:
-            s: PiSession | OpenCodeSession
-            if spec.kind == "opencode-host":
-                s = OpenCodeSession(spec.path, sandbox.home, work, model.base_url, timeout=timeout)
-            else:
-                s = PiSession(spec.path, sandbox.agent_dir, sandbox.home, work, model.base_url, host=spec.host,
-                              timeout=timeout)
-            s.start(stderr)
-            return s
-
-        try:
-            for action in script.actions:
-                if action.do == SESSION:
-                    if session is not None:
-                        session.end()
-                    session = start()
-                elif action.do == PROMPT:
-                    session = session or start()
-                    model.queue(list(action.turns))
-                    first, seen_before = len(model.requests), len(session.events)
-                    session.prompt(action.text)
-                    prompts.append(PromptSeen(action.text, model.requests[first:]))
-                    summaries += [_summary(e) for e in session.events[seen_before:]
-                                  if e.get("type") in ("compaction_end", "auto_compaction_end")]
-                elif action.do == COMPACT:
-                    session = session or start()
-                    answer = session.compact()
-                    summaries.append(str((answer.get("data") or {}).get("summary", "")))
-                elif action.do == END and session is not None:
-                    session.end()
-                    session = None
-                elif action.do in FILE_ACTIONS:
-                    perform(sandbox, Step(action.do, dict(action.args or {})), lambda: int(time.time() * 1000), 0)
-        finally:
-            if session is not None:
-                session.end()
-        unplayed = model.pending()
-    return Observed(prompts, summaries, stderr.read_text(encoding="utf-8", errors="replace") if stderr.exists() else "",
-                    sandbox.snapshot(), str(sandbox.root), unplayed, _all_tools(model.requests))
+    with Player(spec.kind, spec.path, spec.host, sandbox, timeout,
+                model_lifetime=timeout * (len(script.actions) + 2)) as player:
+        for action in script.actions:
+            player.do(action)
+        player.end()
+        return player.observed()
 
 
 def mirror_for_opencode(sandbox: Sandbox) -> None:
@@ -164,13 +126,3 @@ def mirror_for_opencode(sandbox: Sandbox) -> None:
     local = sandbox.agent_dir / "memory"
     if local.is_dir():
         shutil.copytree(local, target / "memory", symlinks=True, dirs_exist_ok=True)
-
-
-def _summary(event: dict[str, Any]) -> str:
-    result = event.get("result") or {}
-    return str(result.get("summary", "")) if isinstance(result, dict) else ""
-
-
-def _all_tools(requests: list[Request]) -> list[dict[str, Any]]:
-    scripted = [r for r in requests if r.scripted]
-    return scripted[0].tools if scripted else []

@@ -2,7 +2,8 @@
 
 A host scenario is a scenario file of the one corpus (``scenarios/hosts/``, the schema's
 ``host`` block) whose script is a sequence of host actions, each with the model turns it
-consumes: ``session`` (a new host process, so a new session), ``prompt`` (a user prompt and
+consumes: ``session`` (a new host process, so a new session), ``new_session`` (a new session
+in the running process, pi's ``/new``: module state outlives it), ``prompt`` (a user prompt and
 the scripted replies of its run, and of the follow-up runs the extension queues), ``compact``
 (manual compaction), ``end`` (the session ends), and the sandbox's file actions (``put_file``,
 ``mkfifo``, ``plant_lock`` …) between turns (a user editing the store or its configuration).  A
@@ -20,7 +21,7 @@ from ..scenarios import Scenario
 from .fake_model import Turn
 
 HOST_KINDS = ("pi-host", "opencode-host")
-SESSION, PROMPT, COMPACT, END = "session", "prompt", "compact", "end"
+SESSION, NEW_SESSION, PROMPT, COMPACT, END = "session", "new_session", "prompt", "compact", "end"
 FILE_ACTIONS = SANDBOX_ACTIONS - {"advance_clock"}
 # pi compacts when the context passes contextWindow - reserveTokens (128000 - 16384).
 THRESHOLD_TOKENS = 111616
@@ -55,11 +56,11 @@ class HostScript:
     @classmethod
     def of(cls, scenario: Scenario) -> HostScript:
         block = scenario.data.get("host", {})
-        actions = tuple(_action(a) for a in block.get("script", ()))
+        actions = tuple(parse_action(a) for a in block.get("script", ()))
         return cls(tuple(block.get("hosts", HOST_KINDS)), actions, block.get("timeout"))
 
 
-def _action(data: dict[str, Any]) -> Action:
+def parse_action(data: dict[str, Any]) -> Action:
     do = str(data["do"])
     turns = tuple(Turn.from_json(t) for t in data.get("model", ()))
     args = {k: v for k, v in data.items() if k not in ("do", "text", "model")} if do in FILE_ACTIONS else None

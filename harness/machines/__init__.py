@@ -18,7 +18,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ..hosts.script import HOST_KINDS
+
 if TYPE_CHECKING:
+    from ..hosts.run import HostSpec
     from ..peers import PeerSpec
     from .base import Machine
 
@@ -40,16 +43,20 @@ def _module(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{MACHINES[name].split(':')[0]}")
 
 
-def bind(name: str, spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+def bind(name: str, spec: PeerSpec | HostSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
     """Point machine ``name`` at ``spec``; None when it will drive it, else why it cannot."""
-    fn: Callable[..., str | None] = _module(name).bind
+    module = _module(name)
+    if spec.kind in HOST_KINDS and not getattr(module, "DRIVES_HOSTS", False):
+        return "its steps are store ops; a host (pi-host:, opencode-host:) runs only the session machine's host actions"
+    fn: Callable[..., str | None] = module.bind
     return fn(spec, ops, timeout=timeout)
 
 
 def unbind() -> None:
     """Back to the defaults (the reference in process, the environment's peer); drivers closed."""
-    from . import differential, store_shadow, targets
+    from . import differential, session, store_shadow, targets
 
+    session.unbind()
     store_shadow.StoreShadowMachine.target_spec = None
     differential.configure_peer(None)
     differential._Pool.close()
@@ -58,5 +65,7 @@ def unbind() -> None:
 
 def load(name: str) -> type[Machine]:
     """The machine class registered under ``name``."""
-    machine: type[Machine] = getattr(_module(name), MACHINES[name].split(":")[1])
+    module = _module(name)
+    bound: Callable[[], type[Machine] | None] = getattr(module, "bound_machine", lambda: None)
+    machine: type[Machine] = bound() or getattr(module, MACHINES[name].split(":")[1])
     return machine

@@ -94,6 +94,7 @@ class Machine(RuleBasedStateMachine):
 
     NAME: ClassVar[str] = "machine"
     CLAUSES: ClassVar[tuple[str, ...]] = ("S-INV-2",)
+    EXPORT_UNDER: ClassVar[str] = ""  # a sub-folder of the export dir (host scenarios: "hosts")
     stats: ClassVar[Stats] = Stats()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -144,7 +145,7 @@ class Machine(RuleBasedStateMachine):
         try:
             data = self.scenario_for(error)
             if data is not None:
-                path = export.write(data, export_dir())
+                path = export.write(data, export_dir() / self.EXPORT_UNDER)
                 stats.exported.append(path)
                 error.add_note(f"{EXPORT_NOTE}{path}")
         except Exception as e:  # export must never hide the real failure

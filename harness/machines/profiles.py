@@ -33,7 +33,7 @@ PROFILES: dict[str, settings] = {
     "ci": settings(max_examples=80, stateful_step_count=50, **_COMMON),  # type: ignore[arg-type]
     "dev": settings(max_examples=200, stateful_step_count=100, **_COMMON),  # type: ignore[arg-type]
     "nightly": settings(max_examples=1000, stateful_step_count=500, **_COMMON),  # type: ignore[arg-type]
-    # a real host takes seconds a step (harness/hosts/generate.py): few, short scripts
+    # a real host takes about a second a step (the session machine on a host): few, short sessions
     "host": settings(max_examples=6, stateful_step_count=10, **_COMMON),  # type: ignore[arg-type]
 }
 

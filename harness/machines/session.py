@@ -8,10 +8,13 @@ exact system prompt of every injected turn, the follow-up messages and the last 
 ``HANDOFF.md``.  Invariants: injected turns are 1, N, 2N … after each reset; the handoff is
 injected once per compaction; custom-message runs change neither state nor files.
 
-Reference only, in process (``bind``): the machine needs the session's hooks, which the
-protocol carries as the ``hook`` op; the pi core driver and the opencode driver have no such
-op (the injection state machine lives in the pi extension and in the plugin's system
-transform, not in the module the drivers load), so a peer is refused with that reason.
+The reference runs in process: the machine calls the session's hooks.  A peer's core driver
+has no hook (the injection state machine lives in the pi extension and in the plugin's
+system transform, not in the module the drivers load), so ``pi:``/``opencode:`` are refused
+with that reason; the extension itself is driven through its real host: ``bind`` with
+``pi-host:EXTDIR`` or ``opencode-host:PLUGIN`` makes ``session`` the host variant
+(``harness.hosts.machine``), whose rules are host actions judged against this same
+reference ``Session`` after each step.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from memconform.reference.session import (
 )
 from memconform.reference.store import Store
 
+from ..hosts.run import HostSpec
+from ..hosts.script import HOST_KINDS
 from ..oracles.shadow import stamp
 from ..oracles.spec import INITIAL_INDEX
 from ..peers import PeerSpec
@@ -100,13 +105,33 @@ class Config:
         return "## Always persist\n- Fixes" if self.rules else ""
 
 
-def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
-    """The reference in process; a peer is refused (no ``hook`` op, or not ported to it)."""
+DRIVES_HOSTS = True
+_bound: type[Machine] | None = None
+
+
+def bind(spec: PeerSpec | HostSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
+    """The reference in process; a host runs the host variant; a core driver is refused."""
+    global _bound
+    if spec.kind in HOST_KINDS:
+        from ..hosts.machine import HostSessionMachine
+
+        assert isinstance(spec, HostSpec)
+        _bound = HostSessionMachine.bind(spec, timeout)
+        return None
     if spec.kind == "python":
         return None
-    if "hook" not in ops:
-        return "the driver has no `hook` op (S-INJECT lives in the host extension, not the loaded module)"
-    return "the machine calls the reference Session in process; driving a `hook` op is not built"
+    return ("the driver loads the core module, which has no hooks (S-INJECT lives in the extension): "
+            "drive the extension in its host with --impl pi-host:EXTDIR or opencode-host:PLUGIN")
+
+
+def bound_machine() -> type[Machine] | None:
+    """The host variant ``bind`` chose, else None (the reference machine below)."""
+    return _bound
+
+
+def unbind() -> None:
+    global _bound
+    _bound = None
 
 
 class SessionMachine(Machine):

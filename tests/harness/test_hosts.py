@@ -82,7 +82,7 @@ def test_every_host_scenario_has_a_script_for_a_known_host() -> None:
         assert sc.id == "hosts/" + sc.path.stem
 
 
-def _pi_or_skip(host: str = DEFAULT_PI) -> None:
+def pi_or_skip(host: str = DEFAULT_PI) -> None:
     try:
         node_bin_dir(HOSTS[host])
         pi_cli(HOSTS[host])
@@ -92,24 +92,29 @@ def _pi_or_skip(host: str = DEFAULT_PI) -> None:
         pytest.skip(str(e))
 
 
+def mutant_extension(folder: Path) -> Path:
+    """The example extension without S-INJECT-5's last sentence, as ``folder/index.ts``."""
+    source = EXAMPLE.read_text(encoding="utf-8")
+    mutant = source.replace("'../../peers/reference-core.mjs'", repr(str(PEERS_DIR / "reference-core.mjs")))
+    mutant = mutant.replace("Topic files referenced here can be read on-demand for detail.", "")
+    assert mutant != source
+    (folder / "index.ts").write_text(mutant, encoding="utf-8")
+    return folder / "index.ts"
+
+
 @pytest.mark.parametrize("scenario", PI_SCENARIOS, ids=[sc.id for sc in PI_SCENARIOS])
 def test_example_extension_in_pi_matches_the_session_model(scenario: object) -> None:
     """S-INJECT-2..10, S-HANDOFF, S-TOOLS through the real pi with our example extension."""
-    _pi_or_skip()
+    pi_or_skip()
     outcome = run_scenario(HostSpec("pi-host", EXAMPLE, DEFAULT_PI), scenario)  # type: ignore[arg-type]
     assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
 
 
 def test_a_broken_extension_fails_its_host_scenario(tmp_path: Path) -> None:
     """S-INJECT-5: an extension whose Global Memory block lacks its last sentence is caught."""
-    _pi_or_skip()
-    source = EXAMPLE.read_text(encoding="utf-8")
-    mutant = source.replace("'../../peers/reference-core.mjs'", repr(str(PEERS_DIR / "reference-core.mjs")))
-    mutant = mutant.replace("Topic files referenced here can be read on-demand for detail.", "")
-    assert mutant != source
-    (tmp_path / "index.ts").write_text(mutant, encoding="utf-8")
+    pi_or_skip()
     sc = next(s for s in HOST_SCENARIOS if s.id == "hosts/write-then-inject")
-    outcome = run_scenario(HostSpec("pi-host", tmp_path / "index.ts", DEFAULT_PI), sc)
+    outcome = run_scenario(HostSpec("pi-host", mutant_extension(tmp_path), DEFAULT_PI), sc)
     assert outcome.status == "fail"
     assert {f.clause for f in outcome.findings if f.kind == "host-system-prompt"} == {"S-INJECT-5"}
 
@@ -117,7 +122,7 @@ def test_a_broken_extension_fails_its_host_scenario(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("MEMCONFORM_PI_EXTENSION"), reason="MEMCONFORM_PI_EXTENSION names no openpi extension folder")
 @pytest.mark.parametrize("scenario", PI_SCENARIOS, ids=[sc.id for sc in PI_SCENARIOS])
 def test_real_openpi_extension_in_pi(scenario: object) -> None:
-    _pi_or_skip()
+    pi_or_skip()
     ext = Path(os.environ["MEMCONFORM_PI_EXTENSION"])
     outcome = run_scenario(HostSpec("pi-host", ext / "index.ts" if ext.is_dir() else ext, DEFAULT_PI), scenario)  # type: ignore[arg-type]
     if getattr(scenario, "id", "") == "hosts/hostile-fifo-handoff":
@@ -160,7 +165,7 @@ def test_host_scenario_runs_offline(tmp_path: Path) -> None:
     import sys
 
     _netns_or_skip()
-    _pi_or_skip()
+    pi_or_skip()
     done = subprocess.run([sys.executable, "-m", "memconform.harness", "host", "--impl", f"pi-host:{EXAMPLE.parent}",
                            "--offline", "--no-export", "--run", "hosts/write-then-inject", "--json", str(tmp_path / "r.json")],
                           capture_output=True, text=True, timeout=300, check=False)
@@ -191,7 +196,7 @@ def test_cross_host_shared_store_keeps_each_others_entries() -> None:
     oracle finds nothing either tool broke of the other's."""
     from memconform.harness.hosts.cross import run_cross
 
-    _pi_or_skip()
+    pi_or_skip()
     ext = Path(os.environ["MEMCONFORM_PI_EXTENSION"])
     sc = next(s for s in HOST_SCENARIOS if s.id == "hosts/cross-pi-opencode-shared")
     outcome = run_cross(HostSpec("pi-host", ext / "index.ts" if ext.is_dir() else ext, DEFAULT_PI),
