@@ -139,8 +139,15 @@ run (seen: a replay diverging at step 332 of 347, 10 of 10 times), so the order 
 schedule's calls would not be a function of its picks."""
 
 
+NODE_ONE_WORKER = {"NODE_OPTIONS": "--v8-pool-size=0"}
+"""No V8 worker threads in a node writer: they make calls of their own (``openat`` and ``read``
+of /proc/sys/vm/overcommit_memory during GC), and one that stops in the same group stop as
+the main thread's store call is let go with SIGCONT, which can let the held main thread run
+out of turn (seen in 6-writer nemesis schedules with pi, several thousand steps in)."""
+
+
 def _start(spec: PeerSpec, sb: Sandbox, hardened: bool, timeout: float) -> Driver:
-    env = sb.env() | FIXED_HASHES | (_env(sb, hardened) if spec.kind == "python" else {})
+    env = sb.env() | FIXED_HASHES | (_env(sb, hardened) if spec.kind == "python" else NODE_ONE_WORKER)
     # ``env`` as a wrapper turns the driver's /proc hang watch off: a held writer is stopped on
     # purpose; the scheduler's own step timeout judges hangs.
     return start_driver(spec, env, cwd=str(sb.root), timeout=timeout, wrapper=[ENV_EXEC])
@@ -373,12 +380,14 @@ def run_schedule(
         sb.remove()
 
 
-def _call(w: _Writer) -> None:
-    """Send the writer its op; its answer (or its end) arrives as an event in its queue."""
+def _call(w: _Writer, timeout: float | None = None) -> None:
+    """Send the writer its op; its answer (or its end) arrives as an event in its queue.
+    ``timeout``: the wall-clock bound of the whole op (default the driver's); a writer held
+    for long between its calls (a long schedule, a paused writer) needs more than that."""
     assert w.op is not None
     op = w.op
     try:
-        answer = w.driver.call(op.op, op.args)
+        answer = w.driver.call(op.op, op.args, timeout=timeout)
     except DriverError as e:
         op.type, op.result = "info", str(e)
         w.traced.events.put(Event("exit", note=str(e)))

@@ -170,6 +170,7 @@ class Traced:
         self._proc: subprocess.Popen[str] | None = None
         self._attached = threading.Event()
         self._armed = False  # store calls are held only once the scheduler says so
+        self._holding = False  # a held call not yet let go: no other thread's stop may resume it
         self.tail: collections.deque[str] = collections.deque(maxlen=12)  # strace's last lines, for a hang's report
 
     def attach(self, timeout: float = 10.0) -> None:
@@ -216,10 +217,16 @@ class Traced:
                     continue  # another thread caught in the group stop
                 if self._armed and call.on(self.roots):
                     self.held_calls += 1
+                    self._holding = True
                     self.events.put(Event("held", call))
                 else:
                     self.passed_calls += 1
-                    self.resume()
+                    # Another thread's call (node's workers read /proc while the main thread
+                    # polls the lock) may stop in the same group stop as a store call: a
+                    # SIGCONT then would let the held thread run out of turn (seen: pi, ~1 run
+                    # in 2 of a 6-writer nemesis schedule).  The scheduler's resume lets both go.
+                    if not self._holding and not any(self._armed and c.on(self.roots) for c in pending.values()):
+                        self._signal_cont()
         self._attached.set()
 
     def state(self) -> str:
@@ -232,6 +239,11 @@ class Traced:
         return f"state {stat} in {wchan or '-'}; strace last: " + " / ".join(self.tail)
 
     def resume(self) -> None:
+        """Let the held writer go (the scheduler's pick)."""
+        self._holding = False
+        self._signal_cont()
+
+    def _signal_cont(self) -> None:
         fd = self._pidfd
         if fd is None:
             return
