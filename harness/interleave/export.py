@@ -288,12 +288,15 @@ def _enforce(scheduled: dict[str, Any], peers: list[PeerSpec], schedule: Any,
     recorded = [f"{w} {c}" for w, c in scheduled["steps"]]
     done = run_scheduled(peers, schedule, Replay([str(w) for w, _ in scheduled["steps"]], strict=True),
                          seed=int(scheduled.get("seed", 0)), **kwargs)
+    calls = [f"{s.writer} {s.call}" for s in done.steps]
+    at = next((i for i, (a, b) in enumerate(zip(calls, recorded, strict=False)) if a != b), None)
+    if at is not None:  # the first call that differs says more than where the picks ran out
+        return done.result, f"step {at}: {calls[at]}, recorded {recorded[at]}"
     if done.void:
         return done.result, done.void
-    calls = [f"{s.writer} {s.call}" for s in done.steps]
-    if calls == recorded:
+    if len(calls) == len(recorded):
         return done.result, ""
-    at = next((i for i, (a, b) in enumerate(zip(calls, recorded, strict=False)) if a != b), min(len(calls), len(recorded)))
+    at = min(len(calls), len(recorded))
     got = calls[at] if at < len(calls) else "the end"
     want = recorded[at] if at < len(recorded) else "the end"
     return done.result, f"step {at}: {got}, recorded {want}"

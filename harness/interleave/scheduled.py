@@ -68,6 +68,7 @@ STEPS_PER_S = 1000
 """Store calls that stand for one second of a nemesis schedule (a writer's call is ~1 ms of
 its life on this machine when it races freely)."""
 STEP_NS = 1_000_000_000 // STEPS_PER_S
+OP_WALL_S = 24 * 3600.0
 NEMESIS = "nemesis"  # the writer of the steps in which a fault acted
 
 
@@ -178,7 +179,10 @@ class _Run:
         w.drawn += 1
         w.op = RaceOp(w.name, op, args, self.record(w.name, "invoke", op, args))
         w.locks_before = lock_leftover.lock_files(self.sb.root)
-        w.thread = threading.Thread(target=_call, args=(w,), daemon=True)
+        # no wall-clock bound on the op: a writer may be held for minutes while others run (a
+        # pause of 5000 steps took 20 s here, and the driver's timeout killed the paused
+        # writer); a hang is judged per step (``hung``: running, no call, no answer)
+        w.thread = threading.Thread(target=_call, args=(w, OP_WALL_S), daemon=True)
         w.thread.start()
 
     def answered(self, w: _NWriter, faulted: bool) -> None:
@@ -217,7 +221,8 @@ class _Run:
             w = next(x for x in self.writers if x.name == pick)
             stray = next((x for x in self.writers if x.state != "gone" and not x.traced.events.empty()), None)
             if stray is not None:
-                self.void = f"{stray.name} ({stray.spec.kind}) ran out of turn before step {len(self.steps)}"
+                self.void = (f"{stray.name} ({stray.spec.kind}) ran out of turn before step {len(self.steps)}: "
+                             f"{stray.traced.state()}")
                 return
             errno = next((f for f in self.faults if f.state == "active" and f.plan.family == "errno"
                           and f.target is w and w.state == "idle"), None)
@@ -440,8 +445,8 @@ class _Run:
         log = self.sb.root / f"nemesis-{f.plan.id}.strace"
         attached = nm.attach(w.driver.pid, str(p["syscall"]), w.slot.directory / name,
                              f"error={p['errno']}:when=1", log)
-        self.steps.append(Step(NEMESIS, f"errno {p['syscall']}({name}) {p['errno']} on {w.name} (#{f.plan.id})",
-                               (NEMESIS,)))
+        # the strategy picked this writer: the step is its (a replay picks it here again)
+        self.steps.append(Step(w.name, f"errno {p['syscall']}({name}) {p['errno']} (#{f.plan.id})", tuple(enabled)))
         op, args = next_op(w.rng, w.name, w.drawn, self.topics)
         w.drawn += 1
         w.op = RaceOp(w.name, op, args, self.record(w.name, "invoke", op, args))
