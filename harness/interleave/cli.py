@@ -94,8 +94,12 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
         print(f"checker {d}: {verdict.summary()}")
     reproduce = reproduce_command(args, peers)
     found = result.findings(labels, reproduce)
+    if result.interrupted:
+        print(f"interrupted after {result.seconds:.1f} s: judged the history up to the stop, from the disk")
     target = export_dir(args)
-    if target is not None and found:  # each finding replays: its schedule and minimal history
+    if target is not None and found and not (result.interrupted and args.scheduler):
+        # each finding replays: its schedule and minimal history (a scheduled run cut by Ctrl-C
+        # has steps no replay can follow to the end: not exported)
         from .export import export
 
         found = [export(f, result, directory=target / "nemesis") for f in found]
@@ -112,4 +116,5 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
     }
     print(f"findings: {summary_line(found)}{'; checker: unknown (out of budget)' if unknown else ''}")
     return conclude(args, run_report, found, executed=result.total_ops, unknown=unknown,
-                    nothing_ran="no op executed: every writer's driver failed before its first op")
+                    nothing_ran="no op executed: every writer's driver failed before its first op",
+                    interrupted=result.interrupted)

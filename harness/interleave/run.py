@@ -72,6 +72,7 @@ class NemesisResult:
     traced_locks: bool = False
     leftovers: list[tuple[str, Finding]] = field(default_factory=list)  # (spec name, lock left by a settle probe)
     step_ns: int = 0  # a scheduled run's clock: nanoseconds a store call (0: a timed run's wall clock)
+    interrupted: bool = False  # Ctrl-C: the history up to the stop, judged from the disk
 
     @property
     def total_ops(self) -> int:
@@ -424,6 +425,30 @@ class _Engine:
         return views
 
 
+def _interrupted(eng: _Engine, seconds: float, settle_limit: float, wall_minus_mono: int) -> NemesisResult:
+    """Ctrl-C: the history up to the stop, judged from the disk alone (no driver may start
+    now, so no settling and no reader), without the invariants (every writer was killed
+    mid-op: the store is in a crash state S-INV-8 allows) and with a short checker budget (the
+    stop must take under a second); ops cut by the stop are ``info``."""
+    eng.stop.set()
+    errors = list(eng.errors)  # later ones are the stop's own (drivers killed, none restarted)
+    with eng.history._lock:
+        history = History(list(eng.history.events), meta=dict(eng.history.meta))
+    impl_of = {s.name: s.spec.name for s in eng.slots}
+    spec_dirs: dict[str, set[str]] = defaultdict(set)
+    for s in eng.slots:
+        spec_dirs[s.spec.name].add(str(s.directory))
+    directories = sorted({str(s.directory) for s in eng.slots})
+    ops = history.ops()
+    verdicts = {d: check([o for o in ops if o.process in {p for p, sp in impl_of.items() if d in spec_dirs[sp]}],
+                         budget_s=0.3) for d in directories}
+    return NemesisResult(eng.schedule, history, [s.stats for s in eng.slots], seconds, impl_of,
+                         {d: [disk_view(Path(d))] for d in directories}, [], verdicts, {}, settle_limit, errors,
+                         eng.killed, sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), {},
+                         lock_spans(eng.slots, eng.traces, ops, wall_minus_mono), eng.trace_locks, eng.leftovers,
+                         interrupted=True)
+
+
 def _close(driver: Driver) -> None:
     """Ask a driver to exit; a killed one's pipes may already be broken."""
     try:
@@ -466,10 +491,11 @@ def run_nemesis(
     eng = _Engine(peers, schedule, sb, timeout=timeout, hardened=hardened, topics=topics, trace_locks=trace_locks)
     eng.history.meta = {"schedule": schedule.to_json(), "hardened": hardened, "topics": list(topics),
                         "impls": {s.name: s.spec.kind for s in eng.slots}}  # no machine path (issue 22)
+    wall_minus_mono = time.time_ns() - time.monotonic_ns()
+    t0 = time.monotonic()
     try:
         if schedule.shared:
             prepare_shared(sb)
-        wall_minus_mono = time.time_ns() - time.monotonic_ns()
         for slot in eng.slots:
             slot.driver = eng.start(slot.spec, slot)
             slot.pids.append(slot.driver.pid)
@@ -531,6 +557,8 @@ def run_nemesis(
                                sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left,
                                spans, eng.trace_locks, eng.leftovers)
         return result
+    except KeyboardInterrupt:  # Ctrl-C (harness.interrupt has killed every driver): what ran, judged
+        return _interrupted(eng, time.monotonic() - t0, settle_limit, wall_minus_mono)
     finally:
         eng.stop.set()
         for slot in eng.slots:

@@ -55,7 +55,7 @@ from ..oracles.grammar import to_slug
 from ..peers import DriverError, PeerSpec
 from ..sandbox import Sandbox
 from ..store_checker import check
-from ..writers import TOPICS, WriterStats, _classify, next_op, prepare_shared
+from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
 from . import nemesis as nm
 from .run import NemesisResult, _Engine
 from .scheduler import DEAD_PID, KILLED, RaceOp, _advance, _call, _iso, _start, _Writer, spans
@@ -513,10 +513,13 @@ def run_scheduled(
         now_ms = int(time.time() * 1000)
         for slot in eng.slots:
             run.writers.append(run.boot(slot, now_ms))
+        interrupted = False
         try:
             run.loop(progress)
         except Diverged as e:
             run.void = f"the replay left its schedule: {e}"
+        except KeyboardInterrupt:  # Ctrl-C killed every driver: judge the steps so far from the disk
+            interrupted = True
         for w in run.writers:
             w.traced.detach()
         for s in eng.slots:
@@ -532,22 +535,24 @@ def run_scheduled(
             spec_dirs[s.spec.name].add(str(s.directory))
         specs = list(dict.fromkeys(s.spec for s in eng.slots))
         left = {d: describe_lock(Path(d), eng.slots) for d in run.roots}
-        views = {d: eng.read_views(Path(d), [s for s in specs if d in spec_dirs[s.name]]) for d in sorted(run.roots)}
+        views = {d: [disk_view(Path(d))] if interrupted else eng.read_views(Path(d), [s for s in specs if d in spec_dirs[s.name]])
+                 for d in sorted(run.roots)}
         outcomes = sorted((f.outcome for f in run.faults if f.outcome), key=lambda o: int(o["id"]))
         families = {o["family"] for o in outcomes if o.get("effective")}
         ops = history.ops()
         verdicts: dict[str, LinearizabilityVerdict] = {}
         for d in sorted(run.roots):
             here = {p for p, s in impl_of.items() if d in spec_dirs[s]}
-            verdicts[d] = check([o for o in ops if o.process in here], budget_s=check_budget)
+            verdicts[d] = check([o for o in ops if o.process in here], budget_s=0.3 if interrupted else check_budget)
         # one store directory: its lock's holds from the steps (relative names say no more)
         held = [checks.LockSpan(s.writer, str(Path(run.roots[0]) / nm.LOCK), s.start * STEP_NS,
                                 None if s.end is None else s.end * STEP_NS)
                 for s in spans(run.steps, [], nm.LOCK)] if len(run.roots) == 1 else []
         result = NemesisResult(schedule, history, [s.stats for s in eng.slots], time.monotonic() - t0, impl_of,
-                               views, [] if run.void else settled_violations(sb.root, run.killed, families),
+                               views, [] if run.void or interrupted else settled_violations(sb.root, run.killed, families),
                                verdicts if not run.void else {}, {}, 0.0, run.errors + eng.errors, run.killed,
-                               outcomes, dict(spec_dirs), left, held, True, run.leftovers, step_ns=STEP_NS)
+                               outcomes, dict(spec_dirs), left, held, True, run.leftovers, step_ns=STEP_NS,
+                               interrupted=interrupted)
         if run.void:
             result.views = {}
         out = ScheduledRun(result, run.steps, strategy.name, seed, run.held, run.void)
