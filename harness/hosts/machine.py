@@ -15,9 +15,10 @@ What is drawn stays what a scripted model can drive without guessing the host: a
 compaction only after two runs in the session (pi keeps the latest run), a threshold
 compaction only after one, and the follow-up runs it queues are scripted as many as the
 reference's model predicts (a host that queues others leaves turns unplayed or runs out of
-them: a finding).  OpenCode (``opencode run``, one process per prompt) has no manual
-compaction, and its threshold compaction is not scripted here, so its rules are prompts,
-sessions and configuration edits, judged by the OpenCode judge.
+them: a finding).  OpenCode runs as one ``opencode serve`` process (``opencode_serve``) with
+the same rules, judged by the OpenCode judge; after its threshold compaction it queues its own
+"continue" run unless the plugin's consolidation replaces it (a prompt without a reply), which
+is OpenCode's behaviour (SPEC has no handoff or follow-up for the peer, PEER-15), scripted as such.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ from .judge import judge
 from .judge_opencode import judge_opencode
 from .play import Player
 from .run import HostSpec, mirror_for_opencode
-from .script import THRESHOLD_TOKENS, HostScript, parse_action
+from .script import HostScript, parse_action
 
+REPORTED_USAGE = 125000
+"""A threshold turn's reported prompt tokens: past pi's threshold (``THRESHOLD_TOKENS``) and
+past OpenCode's overflow for the fake model (context 128000, output 4096), as the scenarios'."""
 HOST_STEP_SECONDS = 60.0
 """The least time a host step gets, whatever the per-op ``--timeout`` (pi starts in seconds)."""
 CLAUSES = ("S-INJECT-2", "S-INJECT-4", "S-INJECT-9", "S-INJECT-10", "S-INJECT-11", "S-TOOLS-5")
@@ -83,11 +87,6 @@ def tool_calls(draw: st.DrawFn) -> dict[str, Any]:
     return {"name": "remove_memory", "arguments": {"topic": topic}}
 
 
-def _is_pi() -> bool:
-    spec = HostSessionMachine.spec
-    return spec is not None and spec.kind == "pi-host"
-
-
 class HostSessionMachine(Machine):
     """Host actions on one live host, the reference's session model after each."""
 
@@ -111,6 +110,7 @@ class HostSessionMachine(Machine):
         self.given: dict[str, str] = {}
         self.script: list[dict[str, Any]] = []
         self.runs = 0  # runs since the session began or was last compacted
+        self.config: dict[str, Any] = {}  # the configuration in force
         self.player = Player(self.host.kind, self.host.path, self.host.host, self.sandbox, type(self).timeout,
                              model_lifetime=3600.0).__enter__()
 
@@ -179,6 +179,7 @@ class HostSessionMachine(Machine):
     @guarded
     def start(self, config: dict[str, Any]) -> None:
         """S-INJECT-2: a store with a configuration, and a host process starting a session."""
+        self.config = config
         if config:
             text = json.dumps(config) + "\n"
             self.given["agent/memory.jsonc"] = text
@@ -206,22 +207,25 @@ class HostSessionMachine(Machine):
         self._step({"do": "prompt", "text": f"prompt {len(self.script)}", "model": turns},
                    "tool_prompt" if calls else "prompt", f"{len(calls)} tool calls" if calls else "text")
 
-    @precondition(lambda self: _is_pi() and self.runs >= 1)
+    @precondition(lambda self: self.runs >= 1)
     @rule(calls=st.lists(tool_calls(), max_size=2), text=st.sampled_from(TEXTS))
     @guarded
     def threshold_prompt(self, calls: list[dict[str, Any]], text: str) -> None:
         """A run whose reported usage passes the threshold: the host compacts after it
         (S-INJECT-9), and the extension may queue a follow-up (S-INJECT-10)."""
         turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in calls]
-        turns.append({"text": text, "prompt_tokens": THRESHOLD_TOKENS})
+        turns.append({"text": text, "prompt_tokens": REPORTED_USAGE})
         action = {"do": "prompt", "text": f"prompt {len(self.script)}", "model": turns}
-        probe = self._scenario((action,))
-        followups = expected(probe, HostScript.of(probe), self.player.summaries).prompts[-1].followups
-        turns += [{"text": f"follow-up {i + 1} done"} for i in range(len(followups))]
-        self.runs = 1 + len(followups)
-        self._step(action, "threshold_prompt", f"{len(followups)} follow-ups")
+        if self.host.kind == "opencode-host":  # its own continue, unless the plugin consolidates
+            count = 0 if self.config.get("consolidate_on_compact") else 1
+        else:
+            probe = self._scenario((action,))
+            count = len(expected(probe, HostScript.of(probe), self.player.summaries).prompts[-1].followups)
+        turns += [{"text": f"follow-up {i + 1} done"} for i in range(count)]
+        self.runs = 1 + count
+        self._step(action, "threshold_prompt", f"{count} follow-ups")
 
-    @precondition(lambda self: _is_pi() and self.runs >= 2)
+    @precondition(lambda self: self.runs >= 2)
     @rule()
     @guarded
     def compact(self) -> None:
@@ -233,15 +237,16 @@ class HostSessionMachine(Machine):
     @guarded
     def new_session(self, same_process: bool) -> None:
         """A new session: the user restarts the host (fresh process state, S-INJECT-1, -2), or
-        on pi types ``/new`` (the same process, module state kept)."""
+        starts one in the running host (pi's ``/new``, OpenCode's new session: module state kept)."""
         self.runs = 0
-        inside = same_process and _is_pi()
-        self._step({"do": "new_session" if inside else "session"}, "new_session", "same process" if inside else "restart")
+        self._step({"do": "new_session" if same_process else "session"}, "new_session",
+                   "same process" if same_process else "restart")
 
     @rule(config=st.sampled_from(CONFIGS))
     @guarded
     def reconfigure(self, config: dict[str, Any]) -> None:
         """The user edits the configuration between prompts: the next hook reads it (S-INJECT-11)."""
+        self.config = config
         text = json.dumps(config) + "\n"
         if self.host.kind == "opencode-host":
             self.script.append({"do": "put_file", "path": OPENCODE_CONFIG, "content": text})

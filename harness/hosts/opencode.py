@@ -1,5 +1,8 @@
 """OpenCode, headless (``opencode run --format json``), with one plugin listed in its config.
 
+The cross-host script runs OpenCode this way; scenarios and the session machine run it as a
+server (``opencode_serve``, the same configuration), which can compact.
+
 Why one process per prompt: ``opencode run`` runs one message and exits; the next prompt of
 the same session continues it (``--continue``), a ``session`` action starts a new one.  The
 plugin is copied into the project's ``.opencode/plugins`` (with its sibling ``.mjs`` files:

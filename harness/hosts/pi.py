@@ -29,6 +29,18 @@ SETTLED_1X, SETTLED_074 = "agent_settled", "agent_end"
 CONTEXT_WINDOW = 128000
 
 
+def pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    """A host's stdout into ``lines`` by a reader thread (None at its end), so a wait for a
+    line can time out."""
+
+    def run() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 class HostError(Exception):
     """The host did not do what a step asked (exit, timeout, refused command)."""
 
@@ -83,15 +95,8 @@ class PiSession:
         self._stderr = stderr_path.open("a", encoding="utf-8")
         self._proc = subprocess.Popen(cmd, cwd=self.workdir, env=self.env(), stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        stdout = self._proc.stdout
-        assert stdout is not None
-
-        def pump() -> None:
-            for line in stdout:
-                self._lines.put(line)
-            self._lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
+        assert self._proc.stdout is not None
+        pump(self._proc.stdout, self._lines)
 
     def _send(self, obj: dict[str, Any]) -> None:
         if self._proc is None or self._proc.stdin is None:

@@ -17,6 +17,7 @@ from ..scenarios import Step
 from .fake_model import FakeModel, Request
 from .judge import Observed, PromptSeen
 from .opencode import OpenCodeSession
+from .opencode_serve import OpenCodeServer
 from .pi import HostError, PiSession
 from .script import COMPACT, END, FILE_ACTIONS, NEW_SESSION, PROMPT, SESSION, Action
 
@@ -53,7 +54,7 @@ class Player:
     def _start(self) -> HostSession:
         s: HostSession
         if self.kind == "opencode-host":
-            s = OpenCodeSession(self.path, self.sandbox.home, self.work, self.model.base_url, timeout=self.timeout)
+            s = OpenCodeServer(self.path, self.sandbox.home, self.work, self.model.base_url, timeout=self.timeout)
         else:
             s = PiSession(self.path, self.sandbox.agent_dir, self.sandbox.home, self.work, self.model.base_url,
                           host=self.host, timeout=self.timeout)

@@ -82,6 +82,16 @@ def test_every_host_scenario_has_a_script_for_a_known_host() -> None:
         assert sc.id == "hosts/" + sc.path.stem
 
 
+def opencode_or_skip() -> None:
+    from memconform.harness.hosts.cache import opencode_binary, opencode_plugin_deps
+
+    try:
+        opencode_binary()
+        opencode_plugin_deps()
+    except HostMissing as e:
+        pytest.skip(str(e))
+
+
 def pi_or_skip(host: str = DEFAULT_PI) -> None:
     try:
         node_bin_dir(HOSTS[host])
@@ -177,13 +187,7 @@ def test_host_scenario_runs_offline(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("MEMCONFORM_OPENCODE_PLUGIN"), reason="MEMCONFORM_OPENCODE_PLUGIN names no openclaude plugin")
 @pytest.mark.parametrize("scenario", OC_SCENARIOS, ids=[sc.id for sc in OC_SCENARIOS])
 def test_real_openclaude_plugin_in_opencode(scenario: object) -> None:
-    from memconform.harness.hosts.cache import opencode_binary, opencode_plugin_deps
-
-    try:
-        opencode_binary()
-        opencode_plugin_deps()
-    except HostMissing as e:
-        pytest.skip(str(e))
+    opencode_or_skip()
     plugin = Path(os.environ["MEMCONFORM_OPENCODE_PLUGIN"])
     outcome = run_scenario(HostSpec("opencode-host", plugin, "opencode-1.18.33"), scenario, timeout=180)  # type: ignore[arg-type]
     assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)

@@ -15,6 +15,7 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from memconform.harness.peers import PeerSpec
 from memconform.harness.regressions import write
 from memconform.harness.scenarios import load_file
 
-from .test_hosts import EXAMPLE, mutant_extension, pi_or_skip
+from .test_hosts import EXAMPLE, mutant_extension, opencode_or_skip, pi_or_skip
 
 SEED = int(os.environ.get("MEMCONFORM_SEED") or random.SystemRandom().randrange(2**32))
 
@@ -53,30 +54,53 @@ def test_a_host_binds_only_the_session_machine(unbound: None) -> None:
     assert load("session") is not HostSessionMachine
 
 
-def test_every_host_action_of_the_machine_matches_the_session_model_on_pi(unbound: None) -> None:
-    """Each rule once through pi 1.6.0 and our extension, judged after every step: tool calls,
-    manual and threshold compaction (with the follow-up the model predicts), ``/new`` in the
-    same process, a configuration edit, a restarted host."""
-    pi_or_skip()
-    bind("session", HostSpec("pi-host", EXAMPLE, DEFAULT_PI), frozenset())
+WRITE = {"name": "write_memory", "arguments": {"topic": "Build", "content": "uses make", "summary": "about build"}}
+
+
+def _walk(spec: HostSpec, first: dict[str, object], then: dict[str, object]) -> list[dict[str, Any]]:
+    """Every rule once, judged after each step; the script it played."""
+    bind("session", spec, frozenset(), timeout=120)
     machine = HostSessionMachine()
-    write = {"name": "write_memory", "arguments": {"topic": "Build", "content": "uses make", "summary": "about build"}}
     try:
-        machine.start({"auto_resume_after_threshold_compaction": True})
-        machine.tool_prompt([write], "need to deploy the fix")
+        machine.start(first)
+        machine.tool_prompt([WRITE], "need to deploy the fix")
         machine.ask("all work is complete")
         machine.compact()
         machine.threshold_prompt([], "- waiting for review")
         machine.new_session(True)
-        machine.reconfigure({"inject_every_n_turns": 1})
+        machine.reconfigure(then)
         machine.new_session(False)
+        machine.tool_prompt([{"name": "pin_memory", "arguments": {"topic": "Build", "pin": True}}], "pinned")
+        machine.threshold_prompt([], "all work is complete")
         machine.ask("first line\nnext step is the tests")
-        script = [a["do"] for a in machine.script]
-        prompts = [a for a in machine.script if a["do"] == "prompt"]
+        return list(machine.script)
     finally:
         machine.teardown()
-    assert script == ["session", "prompt", "prompt", "compact", "prompt", "new_session", "put_file", "session", "prompt"]
-    assert [t.get("text") for t in prompts[2]["model"]] == ["- waiting for review", "follow-up 1 done"]  # 'Continue.'
+
+
+def test_every_host_action_of_the_machine_matches_the_session_model_on_pi(unbound: None) -> None:
+    """Each rule through pi 1.6.0 and our extension, judged after every step: tool calls,
+    manual and threshold compaction (with the follow-ups the model predicts: ``Continue.``,
+    then a consolidation), ``/new`` in the same process, a configuration edit, a restart."""
+    pi_or_skip()
+    script = _walk(HostSpec("pi-host", EXAMPLE, DEFAULT_PI), {"auto_resume_after_threshold_compaction": True},
+                   {"consolidate_on_compact": True})
+    assert [a["do"] for a in script] == ["session", "prompt", "prompt", "compact", "prompt", "new_session", "put_file",
+                                         "session", "prompt", "prompt", "prompt"]
+    thresholds = [a["model"] for a in script if a["do"] == "prompt" and "prompt_tokens" in str(a["model"])]
+    assert [len(m) for m in thresholds] == [2, 2]  # the run's reply and one follow-up run each
+
+
+@pytest.mark.skipif(not os.environ.get("MEMCONFORM_OPENCODE_PLUGIN"), reason="MEMCONFORM_OPENCODE_PLUGIN names no openclaude plugin")
+def test_every_host_action_of_the_machine_on_opencode_serve(unbound: None) -> None:
+    """The same walk through ``opencode serve`` and the openclaude plugin: manual compaction,
+    a threshold compaction followed by OpenCode's own continue run, then one whose continue the
+    plugin's consolidation replaces (no run), a new session in the same server."""
+    opencode_or_skip()
+    plugin = Path(os.environ["MEMCONFORM_OPENCODE_PLUGIN"])
+    script = _walk(HostSpec("opencode-host", plugin, "opencode-1.18.33"), {}, {"consolidate_on_compact": True})
+    thresholds = [a["model"] for a in script if a["do"] == "prompt" and "prompt_tokens" in str(a["model"])]
+    assert [len(m) for m in thresholds] == [2, 1]
 
 
 def test_session_machine_runs_under_hypothesis_on_pi(unbound: None, tmp_path: Path) -> None:
