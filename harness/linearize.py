@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from .dive import Dive, Interner, Steps, chains
 from .history import Op
 
 LINEARIZABLE = "linearizable"
@@ -101,6 +102,8 @@ class LinearizabilityVerdict:
     explored: int = 0
     seconds: float = 0.0
     parts: int = 1
+    searched: int = 0
+    """Parts whose one-path dive got stuck, so the full search decided them (``_Search``)."""
     frontier: list[str] = field(default_factory=list)
     """When not linearizable: the open ops none of which could come next after the longest
     linearizable prefix (Porcupine's "could not linearize" point) …"""
@@ -128,38 +131,23 @@ class _OutOfBudget(Exception):
     pass
 
 
-class _Interner(Generic[S]):
-    """Model states as small ints: states with one ``Model.key`` share one id (the first such
-    state seen stands for them), so the memo and the step cache key on ints."""
-
-    def __init__(self, model: Model[S]) -> None:
-        self.model = model
-        self.states: list[S] = []
-        self._ids: dict[Hashable, int] = {}
-
-    def id(self, state: S) -> int:
-        key = self.model.key(state)
-        sid = self._ids.get(key)
-        if sid is None:
-            sid = self._ids[key] = len(self.states)
-            self.states.append(state)
-        return sid
+class _Deep(Exception):
+    """The shallow search backtracked into a walk's steps that are not nodes."""
 
 
-def _chains(ops: list[Op], indices: list[int]) -> list[list[int]]:
-    """The definite ops as chains that any linearization keeps in order: one per process
-    whose ops follow one another in real time (each returned before the next was invoked),
-    every op of a process that overlaps itself a chain of its own."""
-    by_process: dict[str, list[int]] = {}
-    for i in sorted(indices, key=lambda i: ops[i].start):
-        by_process.setdefault(ops[i].process, []).append(i)
-    chains: list[list[int]] = []
-    for chain in by_process.values():
-        if all((ops[chain[k]].end or 0) < ops[chain[k + 1]].start for k in range(len(chain) - 1)):
-            chains.append(chain)
-        else:
-            chains.extend([i] for i in chain)
-    return chains
+KEEP = 256
+"""The last ops of each walk that are nodes of the shallow search: on the recorded histories
+of issue 22 no backtrack went deeper than … ops."""
+_BULK = -(1 << 62)
+"""The ``added`` of a frame that stands for a walk's ops before its last ``KEEP``."""
+
+
+@dataclass
+class _Walked:
+    """The ops a walk took, in order, and the state (id) after each."""
+
+    ops: list[int] = field(default_factory=list)
+    states: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -175,64 +163,113 @@ class _Search(Generic[S]):
       (``info``) ones, which never have to take effect and have no return deadline (as
       Jepsen treats ``info``);
     - a possible read-only op is taken at once, alone (``Model.read_only``);
-    - steps are memoised on (state, op): the model is pure and its states repeat.
+    - steps are memoised on (state, op signature): the model is pure and its states repeat;
+    - ``fast``: first one path alone (``_dive``), the search only if that path gets stuck;
+      without it (the plain search, which the property tests compare it with) no dive, and
+      steps memoised per op, not per signature.
     """
 
     ops: list[Op]
     model: Model[S]
     deadline: float
     tick: Callable[[int], None] | None = None  # told of every 1024 states explored (progress)
+    fast: bool = True
     explored: int = 0
     deepest: S | None = None  # the state after the longest linearized prefix seen
     depth: int = 0  # ops in that prefix
+    dived: int = 0  # ops the dive linearized before it finished or got stuck
+    searched: bool = False  # the full search ran
+    deep: bool = False  # the shallow search backtracked too deep: every op a node
     _chains: list[list[int]] = field(default_factory=list)
     _maybe: list[int] = field(default_factory=list)
     _deepest_at: tuple[list[int], int] = field(default_factory=lambda: ([], 0))
 
     def run(self) -> bool:
-        ops, model = self.ops, self.model
+        ops = self.ops
         definite = [i for i, op in enumerate(ops) if op.type == "ok"]
-        maybe = sorted((i for i, op in enumerate(ops) if op.type != "ok"), key=lambda i: ops[i].start)
-        need = len(definite)
-        chains = self._chains = _chains(ops, definite)
-        self._maybe = maybe
-        self._deepest_at = ([0] * len(chains), 0)
+        interner: Interner[S] = Interner(self.model)
+        steps = Steps(ops, self.model, interner, by_signature=self.fast)
+        root = interner.id(self.model.init())
+        self.deepest, self.depth = interner.states[root], 0
+        if not definite:
+            return True
+        dive = Dive(ops, definite, steps) if self.fast else None
+        walked = _Walked()  # the ops the dive took, in order, and the state after each
+        if dive is not None:
+            done, self.explored = dive.walk(root, walked.ops, walked.states, self.explored, self._count)
+            self.dived = len(walked.ops)
+            if done:
+                return True
+        self.searched = True
+        self._maybe = sorted((i for i, op in enumerate(ops) if op.type != "ok"), key=lambda i: ops[i].start)
+        self._chains = dive.chains() if dive is not None else chains(ops, definite)
+        self._deepest_at = ([0] * len(self._chains), 0)
+        if dive is not None:
+            try:
+                return self._search(root, steps.step, interner, len(definite), walked, dive, shallow=True)
+            except _Deep:
+                self.deep = True
+        return self._search(root, steps.step, interner, len(definite), walked, dive, shallow=False)
+
+    def _count(self) -> None:
+        """1024 more states explored: the budget, then the progress."""
+        if time.monotonic() > self.deadline:
+            raise _OutOfBudget
+        if self.tick is not None:
+            self.tick(1024)
+
+    def _search(
+        self, root: int, step: Callable[[int, int], int], interner: Interner[S], need: int, trail: _Walked,
+        dive: Dive | None, *, shallow: bool,
+    ) -> bool:
+        """The search proper.  Its first path is the dive's ``trail``, and every node it
+        reaches is handed to the ``dive`` to walk on from; a node's candidates are computed
+        only when the search backtracks to it, the deepest first, so a wrong turn shortly
+        before a walk got stuck is undone there, not by descending again from the root.
+
+        ``shallow``: of each walk only the last ``KEEP`` ops are nodes, those before it one
+        step of the search (most of its cost was nodes never backtracked to); backtracking
+        into such a step raises ``_Deep``, and the search starts again with every op a node.
+        So ``True`` is always a linearization, and ``False`` comes only from a search whose
+        every op was a node."""
+        ops, model, chains_, maybe = self.ops, self.model, self._chains, self._maybe
         starts = [op.start for op in ops]
-        ends = [INF if op.end is None else float(op.end) for op in ops]
-        inert = [op.type == "ok" and model.read_only(op) for op in ops]
-        pointers = [0] * len(chains)
-        chain_ids = range(len(chains))
-        base = max((len(chain) for chain in chains), default=0) + 1
-        weight = [base**c for c in range(len(chains))]  # pointers as one number: sum of pointer × weight
+        ends = dive.ends if dive is not None else [INF if op.end is None else float(op.end) for op in ops]
+        inert: dict[int, bool] = {}  # op -> ``read_only``, asked of the window's heads only
+        pointers = [0] * len(chains_)
+        chain_ids = range(len(chains_))
+        base = max((len(chain) for chain in chains_), default=0) + 1
+        weight = [base**c for c in range(len(chains_))]  # pointers as one number: sum of pointer × weight
         position = 0
         taken = 0  # bit k: maybe[k] linearized
-        interner: _Interner[S] = _Interner(model)
-        # (state id, op or its signature) -> next state id, or -1
-        signature: Callable[[Op], Hashable] | None = getattr(model, "signature", None)
-        sigs: list[Hashable] = [signature(op) for op in ops] if signature is not None else list(range(len(ops)))
-        steps: dict[tuple[int, Hashable], int] = {}
         seen: set[tuple[int, int, int]] = set()
-
-        def step(sid: int, i: int) -> int:
-            nxt = steps.get((sid, sigs[i]))
-            if nxt is None:
-                ok, state = model.step(interner.states[sid], ops[i])
-                nxt = interner.id(state) if ok else -1
-                steps[(sid, sigs[i])] = nxt
-            return nxt
+        chain_of = {i: c for c, chain in enumerate(chains_) for i in chain} if dive is not None else {}
+        maybe_at = {i: k for k, i in enumerate(maybe)}
 
         # each chain's next op, its invocation and its return (INF once the chain is done)
-        head = [chain[0] for chain in chains]
-        head_start = [float(starts[chain[0]]) for chain in chains]
-        head_end = [ends[chain[0]] for chain in chains]
+        head = [chain[0] for chain in chains_]
+        head_start = [float(starts[chain[0]]) for chain in chains_]
+        head_end = [ends[chain[0]] for chain in chains_]
 
         def advance(c: int, by: int) -> None:
             pointers[c] += by
-            if pointers[c] < len(chains[c]):
-                i = head[c] = chains[c][pointers[c]]
+            if pointers[c] < len(chains_[c]):
+                i = head[c] = chains_[c][pointers[c]]
                 head_start[c], head_end[c] = float(starts[i]), ends[i]
             else:
                 head_start[c] = head_end[c] = INF
+
+        def move(where: int, by: int) -> None:
+            """Take (``by`` > 0) or give back (< 0) ``where``: that many of a chain's ops, or
+            the ``info`` op ``maybe[-1 - where]``."""
+            nonlocal position, taken
+            if where >= 0:
+                advance(where, by)
+                position += by * weight[where]
+            elif by > 0:
+                taken |= 1 << (-1 - where)
+            else:
+                taken &= ~(1 << (-1 - where))
 
         def candidates(sid: int) -> list[tuple[int, int]]:
             """(op, its chain or -1 - its place in ``maybe``) that may take effect next."""
@@ -240,7 +277,10 @@ class _Search(Generic[S]):
             window = sorted((c for c in chain_ids if head_start[c] <= horizon), key=head_end.__getitem__)
             for c in window:
                 i = head[c]
-                if inert[i] and step(sid, i) == sid:
+                read_only = inert.get(i)
+                if read_only is None:
+                    read_only = inert[i] = ops[i].type == "ok" and model.read_only(ops[i])
+                if read_only and step(sid, i) == sid:
                     return [(i, c)]  # if any completion exists, one takes this op first
             out = [(head[c], c) for c in window]
             for k, i in enumerate(maybe):
@@ -250,55 +290,93 @@ class _Search(Generic[S]):
                     out.append((i, -1 - k))
             return out
 
-        root = interner.id(model.init())
-        self.deepest, self.depth = interner.states[root], 0
-        if need == 0:
-            return True
-        # a frame: state id, ok ops done, what it added (chain, -1 - maybe index, None), next
-        stack: list[tuple[int, int, int | None, Iterator[tuple[int, int]]]] = [
-            (root, 0, None, iter(candidates(root)))
-        ]
+        # a frame: state id, ok ops done, what it added (chain, -1 - maybe index, None), the
+        # candidates left (None: not computed yet), the op a walk took from it (-1: none)
+        Frame = tuple[int, int, int | None, Iterator[tuple[int, int]] | None, int]
+        stack: list[Frame] = [(root, 0, None, None, -1)]
+
+        def push(walked: _Walked) -> None:
+            """A walk's ops as nodes, each with its candidates not computed yet; it stops
+            at a node already explored (the walk would only repeat it).  ``shallow``: all
+            but the last ``KEEP`` ops as one step (``_BULK``)."""
+            cut = len(walked.ops) - KEEP if shallow else 0
+            if cut > 0:
+                sid, done_ok, added, _, _ = stack[-1]
+                moved = [0] * len(chains_)
+                for i in walked.ops[:cut]:
+                    c = chain_of.get(i)
+                    if c is None:
+                        move(-1 - maybe_at[i], 1)
+                    else:
+                        moved[c] += 1
+                        done_ok += 1
+                for c, by in enumerate(moved):
+                    if by:
+                        move(c, by)
+                stack[-1] = (sid, stack[-1][1], added, None, walked.ops[0])
+                stack.append((walked.states[cut - 1], done_ok, _BULK, None, -1))
+            for i in walked.ops[max(cut, 0):]:
+                sid, done_ok, added, _, _ = stack[-1]
+                where = chain_of[i] if i in chain_of else -1 - maybe_at[i]
+                if where >= 0 and head[where] != i:
+                    break  # never: a walk takes each chain's next op (a guard)
+                nxt = step(sid, i)
+                move(where, 1)
+                if (position, taken, nxt) in seen:
+                    move(where, -1)
+                    break
+                seen.add((position, taken, nxt))
+                stack[-1] = (sid, done_ok, added, None, i)
+                stack.append((nxt, done_ok + (where >= 0), where, None, -1))
+            if len(stack) - 1 > self.depth:
+                self.depth, self.deepest = len(stack) - 1, interner.states[stack[-1][0]]
+                self._deepest_at = (list(pointers), taken)
+
+        def walk_on(sid: int) -> bool:
+            """The dive from this node: whether it took every op (a linearization)."""
+            assert dive is not None
+            dive.resume(pointers, {i for k, i in enumerate(maybe) if taken >> k & 1})
+            walked = _Walked()
+            done, self.explored = dive.walk(sid, walked.ops, walked.states, self.explored, self._count)
+            if not done:
+                push(walked)
+            return done
+
+        push(trail)
         while stack:
-            sid, done_ok, _, it = stack[-1]
+            sid, done_ok, added, it, took = stack[-1]
+            if it is None:
+                it = iter([c for c in candidates(sid) if c[0] != took])
+                stack[-1] = (sid, done_ok, added, it, took)
             for i, where in it:
                 self.explored += 1
-                if self.explored & 1023 == 0:
-                    if time.monotonic() > self.deadline:
-                        raise _OutOfBudget
-                    if self.tick is not None:
-                        self.tick(1024)
+                if not self.explored & 1023:
+                    self._count()
                 nxt = step(sid, i)
                 if nxt < 0:
                     continue
-                if where >= 0:
-                    advance(where, 1)
-                    position += weight[where]
-                else:
-                    taken |= 1 << (-1 - where)
+                move(where, 1)
                 key = (position, taken, nxt)
                 if key in seen:
-                    if where >= 0:
-                        advance(where, -1)
-                        position -= weight[where]
-                    else:
-                        taken &= ~(1 << (-1 - where))
+                    move(where, -1)
                     continue
                 seen.add(key)
                 now_ok = done_ok + (where >= 0)
                 if now_ok == need:
                     return True
-                stack.append((nxt, now_ok, where, iter(candidates(nxt))))
+                stack.append((nxt, now_ok, where, None, -1))
                 if len(stack) - 1 > self.depth:
                     self.depth, self.deepest = len(stack) - 1, interner.states[nxt]
                     self._deepest_at = (list(pointers), taken)
+                if dive is not None and walk_on(nxt):
+                    return True
                 break
             else:
-                _, _, added, _ = stack.pop()
-                if added is not None and added >= 0:
-                    advance(added, -1)
-                    position -= weight[added]
-                elif added is not None:
-                    taken &= ~(1 << (-1 - added))
+                if added == _BULK:
+                    raise _Deep
+                stack.pop()
+                if added is not None:
+                    move(added, -1)
         return False
 
     def frontier(self) -> list[Op]:
@@ -326,12 +404,15 @@ def check(
     partition: bool = True,
     shrink: bool = True,
     tick: Callable[[int], None] | None = None,
+    fast: bool = True,
 ) -> LinearizabilityVerdict:
     """Is the history linearizable against ``model``?  ``fail`` ops had no effect.
 
     The verdict is decided within ``budget_s``; a failing history is then shrunk for the
     report within as much again (the verdict stands whatever the shrinking reaches).
     ``tick(n)``: ``n`` more states explored (a progress line while a long search runs).
+    ``fast=False``: the plain search (no dive, steps memoised per op), the reference the
+    fast one is property-tested against; both answer alike.
     """
     started = time.monotonic()
     deadline = started + budget_s
@@ -339,7 +420,7 @@ def check(
     parts = model.partition(live) if partition else None
     verdict = LinearizabilityVerdict(LINEARIZABLE, parts is not None, parts=len(parts or [live]))
     for part in sorted(parts or [Part(WHOLE, live, model)], key=lambda p: p.key):
-        search = _Search(part.ops, part.model, deadline, tick)
+        search = _Search(part.ops, part.model, deadline, tick, fast)
         try:
             ok = search.run()
         except _OutOfBudget:
@@ -350,6 +431,7 @@ def check(
             if tick is not None:
                 tick(search.explored % 1024)  # the part's states not yet told
         verdict.explored += search.explored
+        verdict.searched += search.fast and search.searched
         if not ok:
             verdict.status = NOT_LINEARIZABLE
             verdict.failing_partition = part.key
@@ -361,7 +443,7 @@ def check(
             if shrink:
                 failing, shrunk = _shrink(search, time.monotonic() + budget_s)
                 if shrunk:
-                    verdict.failing_state = _deepest(failing, part.model, time.monotonic() + budget_s)
+                    verdict.failing_state = _deepest(failing, part.model, time.monotonic() + budget_s, fast)
             verdict.failing_ops = failing
             verdict.failing_lines = [f"{o.process} {o.type} {part.model.describe_op(o)}" for o in failing]
             break
@@ -400,7 +482,7 @@ def _shrink(search: _Search[S], deadline: float) -> tuple[list[Op], bool]:
     keep = {op.id for op in stuck}
 
     def still_bad(trial: list[Op]) -> bool:
-        return keep <= {op.id for op in trial} and not _Search(trial, model, deadline).run()
+        return keep <= {op.id for op in trial} and not _Search(trial, model, deadline, fast=search.fast).run()
 
     try:
         if stuck:
@@ -426,10 +508,10 @@ def _shrink(search: _Search[S], deadline: float) -> tuple[list[Op], bool]:
         return current, False
 
 
-def _deepest(ops: list[Op], model: Model[S], deadline: float) -> str | None:
+def _deepest(ops: list[Op], model: Model[S], deadline: float, fast: bool = True) -> str | None:
     """The model state after the longest linearizable prefix of a failing history, in words
     (``None`` when the budget ran out first)."""
-    search = _Search(ops, model, deadline)
+    search = _Search(ops, model, deadline, fast=fast)
     try:
         search.run()
     except _OutOfBudget:

@@ -23,6 +23,7 @@ import functools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
+from math import inf as INF
 
 from . import linearize
 from .history import Op
@@ -59,6 +60,18 @@ class StoreKindModel:
 
     def __init__(self, within_topic: bool = False) -> None:
         self.within_topic = within_topic
+        self._kinds: dict[str, str] = {}  # an answer's text -> its kind, for this check
+
+    def kind(self, result: object) -> str:
+        """The result kind of a recorded answer, each text classified once per check (a pin's
+        answer quotes the index before and after: most texts are unique, too many for
+        ``recorded_kind``'s cache)."""
+        if type(result) is not str:
+            return kind_model.result_kind(result)
+        kind = self._kinds.get(result)
+        if kind is None:
+            kind = self._kinds[result] = kind_model.result_kind(result)
+        return kind
 
     def init(self) -> State:
         return State()
@@ -67,7 +80,7 @@ class StoreKindModel:
         nxt, kind = kind_model.apply(state, op.op, op.args, bodies=False)
         if op.type != "ok":
             return True, nxt  # no answer to compare: it may have taken effect
-        expected = recorded_kind(op.result)
+        expected = self.kind(op.result)
         if self.within_topic:
             kind = _blind(kind)
             expected = _blind(expected)
@@ -82,13 +95,24 @@ class StoreKindModel:
     def signature(self, op: Op) -> Hashable:
         """What ``step`` reads of an op besides the state: not the content (bodies are out of
         the states) nor the summary (out of ``key``), so the search steps each (state,
-        signature) once however many tokens were written (issue 22: 4 x 100,000 ops)."""
-        args = op.args
-        read = tuple(repr(args.get(k)) for k in READ_ARGS)
-        return (op.op, op.type, read, recorded_kind(op.result) if op.type == "ok" else None)
+        signature) once however many tokens were written (issue 22: 4 x 100,000 ops).
+
+        The arguments as given, each with its type (``True`` and ``1`` are equal keys but
+        not equal to ``kind_model``), and the answer's kind: the repr of every argument took
+        a third of the checker's time on 400,000 ops.  An unhashable argument (a hand-made
+        history) is read as its repr."""
+        get = op.args.get
+        topic, pin, mode, overwrite = get("topic"), get("pin"), get("mode"), get("overwrite")
+        answer = self.kind(op.result) if op.type == "ok" else None
+        raw = (op.op, op.type, answer, topic, type(topic), pin, type(pin), mode, type(mode), overwrite, type(overwrite))
+        try:
+            hash(raw)
+        except TypeError:
+            return (op.op, op.type, answer, tuple(repr(get(k)) for k in READ_ARGS))
+        return raw
 
     def read_only(self, op: Op) -> bool:
-        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and recorded_kind(op.result) in UNCHANGED
+        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and self.kind(op.result) in UNCHANGED
 
     def partition(self, ops: list[Op]) -> list[Part[State]] | None:
         """One part per topic family; ``None`` when every topic reaches every other."""
@@ -181,27 +205,39 @@ def _index_order(ops: list[Op]) -> list[Op] | None:
     anything else before any write had even started, is not linearizable.  This is what the
     families, each blind to the index, cannot see.
     """
-    lookups = [o for o in ops if o.type == "ok" and o.op in ("remove_memory", "pin_memory")]
-    writes = [o for o in ops if o.op == "write_memory" and o.type != "fail"]
-    acked = [o for o in writes if o.type == "ok" and o.end is not None and recorded_kind(o.result) in WRITTEN]
-    first_ack = min(acked, key=lambda o: o.end or 0, default=None)
-    first_start = min(writes, key=lambda o: o.start, default=None)
-    for o in sorted(lookups, key=lambda o: o.start):
-        kind = recorded_kind(o.result)
-        if kind == "no_index" and first_ack is not None and (first_ack.end or 0) < o.start:
-            return [first_ack, o]
-        if kind in SAW_INDEX and o.end is not None and (first_start is None or o.end < first_start.start):
-            return [o] if first_start is None else [o, first_start]
-    return None
+    first_ack: Op | None = None  # the acknowledged write that returned first
+    first_start: Op | None = None  # the write invoked first
+    lookups: list[Op] = []
+    for o in ops:
+        if o.op == "write_memory" and o.type != "fail":
+            if first_start is None or o.start < first_start.start:
+                first_start = o
+            if (o.type == "ok" and o.end is not None and (first_ack is None or o.end < (first_ack.end or 0))
+                    and recorded_kind(o.result) in WRITTEN):
+                first_ack = o
+        elif o.type == "ok" and o.op in ("remove_memory", "pin_memory"):
+            lookups.append(o)
+    acked = INF if first_ack is None or first_ack.end is None else first_ack.end
+    started = INF if first_start is None else first_start.start
+    bad = [o for o in lookups
+           if (o.start > acked and recorded_kind(o.result) == "no_index")
+           or (o.end is not None and o.end < started and recorded_kind(o.result) in SAW_INDEX)]
+    if not bad:
+        return None
+    o = min(bad, key=lambda o: o.start)
+    if first_ack is not None and recorded_kind(o.result) == "no_index":
+        return [first_ack, o]
+    return [o] if first_start is None else [o, first_start]
 
 
 def check(
     ops: list[Op], *, budget_s: float = 10.0, partition: bool = True, shrink: bool = True,
-    tick: Callable[[int], None] | None = None,
+    tick: Callable[[int], None] | None = None, fast: bool = True,
 ) -> LinearizabilityVerdict:
     """Is a store history linearizable?  Partitioned by topic family where families exist;
-    ``tick`` as in ``linearize.check``."""
-    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink, tick=tick)
+    ``tick`` and ``fast`` as in ``linearize.check``."""
+    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink,
+                              tick=tick, fast=fast)
     if verdict.partitioned and verdict.status != NOT_LINEARIZABLE:
         pair = _index_order([op for op in ops if op.type != "fail"])
         if pair is not None:

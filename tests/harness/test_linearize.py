@@ -204,10 +204,12 @@ def test_the_store_model_blurs_the_index_only_within_a_topic() -> None:
     assert StoreKindModel(within_topic=True).step(state, remove)[0] is True
 
 
-def test_the_checker_imports_no_model() -> None:
-    """Porcupine's split: ``linearize`` knows histories, never the store or its oracles."""
-    tree = ast.parse(Path(linearize.__file__).read_text("utf-8"))
+@pytest.mark.parametrize("module", ["linearize", "dive"])
+def test_the_checker_imports_no_model(module: str) -> None:
+    """Porcupine's split: ``linearize`` and its fast path know histories, never the store or
+    its oracles."""
+    tree = ast.parse((Path(linearize.__file__).parent / f"{module}.py").read_text("utf-8"))
     imported = {
         node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
     } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert imported <= {"__future__", "time", "dataclasses", "typing", "collections.abc", "history"}, imported
+    assert imported <= {"__future__", "time", "dataclasses", "typing", "collections.abc", "history", "dive"}, imported
