@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from . import carry_race
 from .history import History, Op
+from .interrupt import stopping, work_done
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
 from .oracles import interop_checks, kind_model
 from .oracles.findings import HAZARD, VIOLATION, Finding
@@ -86,6 +87,8 @@ class InteropResult:
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds each check after the writers took (``PHASES``), in order."""
     carried: list[Finding] = field(default_factory=list)  # carry-over racing the writers (carry_race)
+    interrupted: bool = False
+    """Ctrl-C stopped the writers: the checks judged what they finished."""
 
     @property
     def total_ops(self) -> int:
@@ -108,6 +111,21 @@ def prepare_shared(sandbox: Sandbox) -> None:
     sandbox.put("home/.config/opencode/memory.jsonc", '{"shared_dir": true}\n')
 
 
+@dataclass
+class WritersRun:
+    """What ``run_writers`` recorded."""
+
+    history: History
+    stats: list[WriterStats]
+    seconds: float
+    errors: list[str]
+    interrupted: bool = False
+    """Ctrl-C stopped the writers: the history holds what they finished, an op in flight
+    as ``info`` (its driver was killed: it may or may not have taken effect)."""
+    pids: set[int] = field(default_factory=set)
+    """The writers' driver processes: a killed one's leftovers are S-INV-8's to excuse."""
+
+
 def run_writers(
     peers: list[PeerSpec],
     scripts: list[Script],
@@ -115,8 +133,12 @@ def run_writers(
     *,
     timeout: float = 30.0,
     progress: Callable[[list[WriterStats]], None] | None = None,
-) -> tuple[History, list[WriterStats], float, list[str]]:
-    """Start one driver per script (peers round-robin), release them together, record all."""
+) -> WritersRun:
+    """Start one driver per script (peers round-robin), release them together, record all.
+
+    Ctrl-C (``harness.interrupt`` kills the drivers) stops the writers; what they finished
+    is returned, marked ``interrupted``, for the checks to judge (issue 22 item 4).  A
+    driver killed by the stop is no finding."""
     history = History()
     drivers: list[Driver] = []
     errors: list[str] = []
@@ -140,8 +162,13 @@ def run_writers(
 
         def run_script(i: int) -> None:
             st, driver = stats[i], drivers[i]
-            barrier.wait()
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:  # interrupted before the start
+                return
             for op, args in scripts[i]:
+                if stopping():
+                    return
                 history.record(st.name, "invoke", op, args)
                 try:
                     answer = driver.call(op, args)
@@ -149,7 +176,8 @@ def run_writers(
                     history.record(st.name, "info", op, args, str(e))
                     st.info += 1
                     st.done += 1
-                    errors.append(f"{st.name} ({st.impl}): {e}")
+                    if not stopping():  # not the stop's own kill
+                        errors.append(f"{st.name} ({st.impl}): {e}")
                     return
                 kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
                 history.record(st.name, kind, op, args, answer.result if answer.ok else answer.error)
@@ -161,20 +189,32 @@ def run_writers(
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(scripts))]
         for t in threads:
             t.start()
-        barrier.wait()
         started = time.monotonic()
-        for t in threads:
-            while t.is_alive():
-                if progress is not None:
-                    progress(stats)
-                t.join(0.5)
+        interrupted = False
+        try:
+            barrier.wait()
+            started = time.monotonic()
+            for t in threads:
+                while t.is_alive():
+                    if progress is not None:
+                        progress(stats)
+                    t.join(0.5)
+        except KeyboardInterrupt:
+            # the drivers are dead (``interrupt.stop``): each writer's op in flight fails at
+            # once and its loop takes no more; a Ctrl-C from now on only marks the report
+            interrupted = True
+            work_done()
+            barrier.abort()
+            for t in threads:
+                t.join()
         if progress is not None:
             progress(stats)  # the final counts, not the last poll's
         seconds = max(ended, default=started) - started  # the last writer's end, not a poll tick
     finally:
         for d in drivers:
             d.close()
-    return history, stats, seconds, errors
+    pids = {d.proc.pid for d in drivers if d.proc is not None}
+    return WritersRun(history, stats, seconds, errors, interrupted, pids)
 
 
 def lost_and_duplicated(
@@ -242,21 +282,34 @@ def interop(
         tokens = carry_race.seed_locals(sb) if carry_over and shared else {}
         rng = random.Random(seed)
         scripts = [generate_script(rng, f"w{i}", ops, topics) for i in range(writers)]
-        history, stats, seconds, errors = run_writers(peers, scripts, sb, timeout=timeout, progress=progress)
+        run = run_writers(peers, scripts, sb, timeout=timeout, progress=progress)
+        history = run.history
         with timed(PAIRING, len(history.events), phase, took, "events") as tick:
             paired = history.ops()
             tick(len(history.events))
         with timed(STORE, len(paired), phase, took, "ops") as tick:
-            violations = check_sandbox(sb.root, ALL_CHECKS)
+            violations = _violations(sb, run)
             lost, dup = lost_and_duplicated(history, sb, shared, paired)
             carried = carry_race.findings(disk_view(Path(sb.shared_dir)), tokens) if tokens else []
             tick(len(paired))
         with timed(CHECKER, None, phase, took, "states") as tick:
             verdict = check(paired, budget_s=check_budget, tick=tick)
-        return InteropResult(history, stats, seconds, violations, lost, dup, verdict, errors, took, carried)
+        return InteropResult(history, run.stats, run.seconds, violations, lost, dup, verdict, run.errors, took,
+                             carried, run.interrupted)
     finally:
         if own:
             sb.remove()
+
+
+def _violations(sandbox: Sandbox, run: WritersRun) -> list[Violation]:
+    """The store's invariants after the writers; after a Ctrl-C, minus what S-INV-8 allows
+    once writers were killed mid-op (their temporaries, a leftover lock, an entry indexed
+    and tombstoned), as after the nemesis's kills."""
+    if not run.interrupted:
+        return check_sandbox(sandbox.root, ALL_CHECKS)
+    from .interleave.settle import settled_violations
+
+    return settled_violations(Path(sandbox.root), run.pids, {"kill"})
 
 
 class Tally(Protocol):

@@ -3,7 +3,8 @@
 Every ``--impl`` is asked ``hello`` up front; each run writes a fresh history file (unless
 ``--history`` names one) and says where; what it saw are findings (lost or duplicated writes,
 broken invariants, a non-linearizable history), and a checker out of budget is ``unknown``
-(exit 3), never a pass.
+(exit 3), never a pass.  Ctrl-C stops the writers (their drivers killed); what they
+finished is checked, saved and reported, marked ``interrupted`` (exit 130).
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{s.name:<6} {s.impl[-40:]:<40} {s.done:>5} {s.ok:>5} {s.busy:>5} {s.info:>5}")
     rate = result.total_ops / result.seconds if result.seconds else 0.0
     print(f"\n{result.total_ops} ops in {result.seconds:.2f} s: {rate:.1f} ops/s, busy share {result.busy_share:.1%}")
+    if result.interrupted:
+        print(f"interrupted: the writers stopped after {result.total_ops} of {args.writers * args.ops} ops; "
+              "the checks below judge those")
     print("after the writers: " + ", ".join(f"{name} {s:.1f} s" for name, s in result.phases.items()))
     print(f"lost updates: {len(result.lost)}, duplicated updates: {len(result.duplicated)}")
     print(f"invariant violations: {len(result.violations)}")
@@ -151,4 +155,5 @@ def run(args: argparse.Namespace) -> int:
     }
     print(f"findings: {summary_line(found)}{'; checker: unknown (out of budget)' if unknown else ''}")
     return conclude(args, run_report, found, executed=result.total_ops, unknown=unknown,
-                    nothing_ran="no op executed: every writer's driver failed before its first op")
+                    nothing_ran="no op executed: every writer's driver failed before its first op",
+                    interrupted=result.interrupted)

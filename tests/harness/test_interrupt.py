@@ -28,6 +28,7 @@ import pytest
 from memconform.harness import cli, interrupt
 from memconform.harness.commands.common import output_problem
 from memconform.harness.faults.strace import strace_unavailable
+from memconform.harness.history import History
 from memconform.harness.reports import merge
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "conformance" / "config" / "jsonc-block-comment-fails.json"
@@ -186,7 +187,8 @@ CASES = {
     "conformance": ("conformance python: ", ["conformance", "--impl", "python", "--parallel", "1"]),
     "replay": ("child:memconform.reference", ["replay", str(SCENARIO), str(SCENARIO), "--impl", "python"]),
     "locks": ("locks python: ", ["locks", "--impl", "python", "--parallel", "4"]),
-    "interop": ("interop: ", ["interop", "--impl", "python", "--writers", "2", "--ops", "100000"]),
+    "interop": ("interop: [1-9]", ["interop", "--impl", "python", "--writers", "2", "--ops", "100000",
+                                   "--history", "h.jsonl"]),
     "nemesis": ("w0:", ["interop", "--impl", "python", "--writers", "2", "--nemesis", "kill", "--time-limit", "60"]),
     "fuzz": ("fuzz python", ["fuzz", "--impl", "python", "--minutes", "5"]),
     "crash": (r"crash points \(\d+ op cases\): [1-9]", ["crash", "--impl", "python", "--op", "all"]),
@@ -212,6 +214,11 @@ def test_ctrl_c_stops_at_once_with_the_partial_report_marked_interrupted(name: s
     assert data["stop_seconds"] < 1.0 * LOAD, (data["stop_seconds"], LOAD)
     assert seconds < 5.0 * LOAD  # the whole exit: interpreter teardown included
     assert re.search(rf"memconform {argv[0]}: interrupted", stderr) and "Traceback" not in stderr, stderr[-800:]
+    if name == "interop":  # the writers' partial history is checked, saved and reported
+        stats = data["stats"]
+        assert 0 < stats["ops"] < 200_000 and stats["checker"] == "linearizable", stats
+        assert len(History.load(tmp_path / stats["history"]).ops()) == stats["ops"]
+        assert stats["invariant_violations"] == stats["lost"] == 0 and data["findings"] == []
     if name == "conformance":  # what finished is in the report, and only what finished
         assert data["scenarios"] and data["stats"]["executed"] == len(data["scenarios"]) < 663
         assert all(s["status"] == "pass" for s in data["scenarios"])
