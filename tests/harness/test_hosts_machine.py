@@ -168,3 +168,9 @@ def test_session_machine_drives_the_real_openpi_extension(unbound: None, tmp_pat
     bind("session", HostSpec("pi-host", ext / "index.ts" if ext.is_dir() else ext, DEFAULT_PI), frozenset())
     stats = run_machine(load("session"), profile="host", seed_value=SEED, export_to=tmp_path, max_examples=3)
     assert stats.steps and stats.executed == stats.steps
+
+
+def test_fuzz_refuses_a_host_without_its_extension_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["fuzz", "--machine", "session", "--impl", "pi-host:/nonexistent"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no extension at" in err and len(err.splitlines()) == 1 and err.startswith("memconform fuzz: ")
