@@ -47,7 +47,8 @@ past OpenCode's overflow for the fake model (context 128000, output 4096), as th
 HOST_STEP_SECONDS = 60.0
 """The least time a host step gets, whatever the per-op ``--timeout`` (pi starts in seconds)."""
 CLAUSES = ("S-INJECT-2", "S-INJECT-4", "S-INJECT-9", "S-INJECT-10", "S-INJECT-11", "S-TOOLS-5")
-TOPICS = ("Build", "Deploy Key", "Last Session Recap")  # the recap is retired by the next session (S-RETIRE-3)
+RECAP, PLAIN = "Last Session Recap", "Editor"
+TOPICS = ("Build", "Deploy Key", RECAP)  # the recap is refused (S-WRITE-2) and retired by a new session (S-RETIRE-3)
 TEXTS = (
     "need to deploy the fix",
     "all work is complete",
@@ -201,8 +202,16 @@ class HostSessionMachine(Machine):
         """A user prompt on which the model calls tools, then answers (S-TOOLS-5)."""
         self._prompt(calls, text)
 
+    def _calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tool calls as the host gets them: on OpenCode the recap topic is an ordinary one
+        (PEER-12: the plugin does not reserve it, so SPEC's refusal would differ by design)."""
+        if self.host.kind != "opencode-host":
+            return calls
+        return [{**c, "arguments": {**c["arguments"], "topic": PLAIN}} if c["arguments"]["topic"] == RECAP else c
+                for c in calls]
+
     def _prompt(self, calls: list[dict[str, Any]], text: str) -> None:
-        turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in calls] + [{"text": text}]
+        turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in self._calls(calls)] + [{"text": text}]
         self.runs += 1
         self._step({"do": "prompt", "text": f"prompt {len(self.script)}", "model": turns},
                    "tool_prompt" if calls else "prompt", f"{len(calls)} tool calls" if calls else "text")
@@ -213,7 +222,7 @@ class HostSessionMachine(Machine):
     def threshold_prompt(self, calls: list[dict[str, Any]], text: str) -> None:
         """A run whose reported usage passes the threshold: the host compacts after it
         (S-INJECT-9), and the extension may queue a follow-up (S-INJECT-10)."""
-        turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in calls]
+        turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in self._calls(calls)]
         turns.append({"text": text, "prompt_tokens": REPORTED_USAGE})
         action = {"do": "prompt", "text": f"prompt {len(self.script)}", "model": turns}
         if self.host.kind == "opencode-host":  # its own continue, unless the plugin consolidates

@@ -54,6 +54,19 @@ def test_a_host_binds_only_the_session_machine(unbound: None) -> None:
     assert load("session") is not HostSessionMachine
 
 
+def test_on_opencode_the_recap_topic_is_an_ordinary_one(unbound: None) -> None:
+    """PEER-12: the plugin does not reserve ``last-session-recap``; SPEC's refusal (S-WRITE-2)
+    would differ by design on every such call, so OpenCode gets another topic."""
+    recap = {"name": "remove_memory", "arguments": {"topic": "Last Session Recap"}}
+    for kind, topic in (("opencode-host", "Editor"), ("pi-host", "Last Session Recap")):
+        bind("session", HostSpec(kind, EXAMPLE, DEFAULT_PI), frozenset())
+        machine = HostSessionMachine()
+        try:
+            assert machine._calls([recap, WRITE]) == [{**recap, "arguments": {"topic": topic}}, WRITE]
+        finally:
+            machine.teardown()
+
+
 WRITE = {"name": "write_memory", "arguments": {"topic": "Build", "content": "uses make", "summary": "about build"}}
 
 
