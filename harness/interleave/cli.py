@@ -80,7 +80,8 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
     print(f"{'writer':<6} {'impl':<40} {'ops':>5} {'ok':>5} {'busy':>5} {'info':>5}")
     for s in result.stats:
         print(f"{s.name:<6} {s.impl[-40:]:<40} {s.done:>5} {s.ok:>5} {s.busy:>5} {s.info:>5}")
-    minutes = max(result.seconds, 1e-9) / 60
+    # a scheduled run's faults fire at store-call counts: per minute of the schedule, not of the wall
+    minutes = (schedule.time_limit if args.scheduler else max(result.seconds, 1e-9)) / 60
     rate = result.total_ops / result.seconds if result.seconds else 0.0
     print(f"\n{result.total_ops} ops in {result.seconds:.2f} s: {rate:.1f} ops/s")
     counts = result.fault_counts()

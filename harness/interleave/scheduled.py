@@ -38,6 +38,7 @@ scheduled run does not have.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -69,6 +70,10 @@ STEPS_PER_S = 1000
 its life on this machine when it races freely)."""
 STEP_NS = 1_000_000_000 // STEPS_PER_S
 OP_WALL_S = 24 * 3600.0
+HALF_MS = 500_000
+"""Stamps fall half a millisecond after a clock's millisecond, so an age (integer now minus
+mtime) is never exactly a protocol threshold (10 000 or 60 000 ms): a tie is decided by
+sub-millisecond rounding, and replays diverged at one (an age check at exactly 10 s)."""
 NEMESIS = "nemesis"  # the writer of the steps in which a fault acted
 
 
@@ -102,6 +107,7 @@ class _NWriter(_Writer):
     drawn: int = 0  # ops drawn from its stream
     thread: threading.Thread | None = None
     paused_by: int | None = None
+    own_lock: tuple[str, int] = ("", 0)  # the lock file it created last: path, inode
 
 
 @dataclass
@@ -243,6 +249,7 @@ class _Run:
                 self.steps.append(Step(w.name, ev.call.short(self.roots), tuple(enabled)))
                 w.state = "held"
                 self.held += 1
+                self.stamp_new_lock(w, ev.call.name, ev.call.paths, self.steps[-1].call)
             elif ev.kind == "done":
                 self.steps.append(Step(w.name, DONE, tuple(enabled)))
                 if ev.note.isdigit():
@@ -300,11 +307,30 @@ class _Run:
             if f.target is w:
                 f.target = fresh
 
+    def stamp_new_lock(self, w: _NWriter, name: str, paths: tuple[str, ...], call: str) -> None:
+        """A lock a writer is making has the kernel's real-time mtime until the writer stamps
+        it with its virtual clock (at close, after its token write): held in between, others
+        would judge its age against wall time, which no replay repeats (seen: replays diverging
+        at a reference writer's age check, under load).  So the harness stamps it at once with
+        the writer's last reported clock, and again after its token write, while it is still
+        the file that writer created."""
+        lock = paths[-1] if paths else ""
+        if Path(lock).name != nm.LOCK or "= -" in call:
+            return
+        try:
+            st = os.lstat(lock)
+        except OSError:
+            return
+        if call.startswith(f"create({nm.LOCK})") or name in ("link", "linkat"):
+            w.own_lock = (lock, st.st_ino)
+        elif not (name in ("write", "fsync", "fdatasync") and w.own_lock == (lock, st.st_ino)):
+            return
+        ns = w.clock_ms * 1_000_000 + HALF_MS
+        os.utime(lock, ns=(ns, ns), follow_symlinks=False)
+
     def restamp(self, pid: int, w: _NWriter) -> None:
         """A killed writer's lock keeps a virtual-time mtime: its token names it, or it is
         empty and the writer's last store call was on it (killed between create and write)."""
-        import os
-
         for d in self.roots:
             lock = Path(d) / nm.LOCK
             holder = nm.lock_holder_pid(Path(d))
@@ -314,7 +340,7 @@ class _Run:
             except OSError:
                 continue
             if holder == pid or (empty and nm.LOCK in last and KILLED not in last):
-                ns = self.vnow() * 1_000_000
+                ns = self.vnow() * 1_000_000 + HALF_MS
                 os.utime(lock, ns=(ns, ns))
 
     # --- faults -----------------------------------------------------------------------------
@@ -381,9 +407,7 @@ class _Run:
         p = nm.plant_lock(d, kind, dead_pid=DEAD_PID if kind == "dead-pid" else 0, attempts=1)
         if p is None:
             return
-        import os
-
-        ns = (self.vnow() - round(float(f.plan.params.get("age_s", 0.0)) * 1000)) * 1_000_000
+        ns = (self.vnow() - round(float(f.plan.params.get("age_s", 0.0)) * 1000)) * 1_000_000 + HALF_MS
         os.utime(p.path, ns=(ns, ns), follow_symlinks=False)
         st = os.lstat(p.path)
         p.ctime_ns = st.st_ctime_ns  # the stamp is part of the plant: remove only this file

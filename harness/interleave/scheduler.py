@@ -139,11 +139,13 @@ run (seen: a replay diverging at step 332 of 347, 10 of 10 times), so the order 
 schedule's calls would not be a function of its picks."""
 
 
-NODE_ONE_WORKER = {"NODE_OPTIONS": "--v8-pool-size=0"}
-"""No V8 worker threads in a node writer: they make calls of their own (``openat`` and ``read``
-of /proc/sys/vm/overcommit_memory during GC), and one that stops in the same group stop as
-the main thread's store call is let go with SIGCONT, which can let the held main thread run
-out of turn (seen in 6-writer nemesis schedules with pi, several thousand steps in)."""
+NODE_ONE_WORKER = {"MALLOC_ARENA_MAX": "1", "UV_THREADPOOL_SIZE": "1"}
+"""A node writer's other threads make no traced call: with an arena each, glibc reads
+/proc/sys/vm/overcommit_memory (``openat``, ``read``) when a thread's heap shrinks, and such a
+call, stopping in the same group stop as the main thread's store call, is let go with SIGCONT,
+which can let the held main thread run out of turn or its stop be cancelled (seen in 6-writer
+nemesis schedules with pi, thousands of steps in; with one arena none of 80 ops' calls came
+from another thread)."""
 
 
 def _start(spec: PeerSpec, sb: Sandbox, hardened: bool, timeout: float) -> Driver:
