@@ -222,10 +222,14 @@ class _Search(Generic[S]):
         self, root: int, step: Callable[[int, int], int], interner: Interner[S], need: int, trail: _Walked,
         dive: Dive | None, *, shallow: bool,
     ) -> bool:
-        """The search proper.  Its first path is the dive's ``trail``, and every node it
-        reaches is handed to the ``dive`` to walk on from; a node's candidates are computed
-        only when the search backtracks to it, the deepest first, so a wrong turn shortly
-        before a walk got stuck is undone there, not by descending again from the root.
+        """The search proper.  Its first path is the dive's ``trail``; a node's candidates
+        are computed only when the search backtracks to it, the deepest first, so a wrong
+        turn shortly before the walk got stuck is undone there, not by descending again from
+        the root.  A node deeper than any reached so far (past where the walks got stuck) is
+        handed to the ``dive`` to walk on from; shallower ones are searched node by node, so
+        the memo prunes orders that meet again (a walk, which keeps no memo, would repeat
+        each of them up to the stuck op: 5.7 million states to refute a real 140,000-op
+        history with one answer changed, where the plain search took 29,006).
 
         ``shallow``: of each walk only the last ``KEEP`` ops are nodes, those before it one
         step of the search (most of its cost was nodes never backtracked to); backtracking
@@ -365,11 +369,11 @@ class _Search(Generic[S]):
                 if now_ok == need:
                     return True
                 stack.append((nxt, now_ok, where, None, -1))
-                if len(stack) - 1 > self.depth:
+                if len(stack) - 1 > self.depth:  # past where every walk so far got stuck
                     self.depth, self.deepest = len(stack) - 1, interner.states[nxt]
                     self._deepest_at = (list(pointers), taken)
-                if dive is not None and walk_on(nxt):
-                    return True
+                    if dive is not None and walk_on(nxt):
+                        return True
                 break
             else:
                 if added == _BULK:
