@@ -5,10 +5,12 @@ one-line reason (``harness.machines.bind``), and the table says which: ``ran aga
 implementation as it named itself in ``hello`` (``peers.preflight``), never the reference
 standing in for a peer.  Today ``store_model`` drives ``python`` in process and ``pi:``
 through its driver; ``differential`` compares the reference with any peer; ``rollback``,
-``lock_protocol`` and ``session`` need the reference's in-process seams and are refused for
+``lock_holders`` and ``session`` need the reference's in-process seams and are refused for
 peers, each naming the command that does attack peers; ``shared_store`` drives any co-writer
 (OpenCode included, the reference through its server process) judged by the shared-store
-contract.  ``--impl pi-host:EXTDIR`` / ``opencode-host:PLUGIN`` name an extension in its real
+contract; ``lock_protocol`` runs any implementation's real writers under the syscall
+scheduler, and reports what it finds with the nemesis checks' own kind and severity.
+``--impl pi-host:EXTDIR`` / ``opencode-host:PLUGIN`` name an extension in its real
 host: only ``session`` drives one (host actions, ``harness.hosts.machine``), under the
 ``host`` profile unless one is named.  Machines run in batches of one
 profile's worth of examples, round robin, each batch with a fresh seed, until the budget is
@@ -266,10 +268,12 @@ def _batch(name: str, args: argparse.Namespace, spec: PeerSpec | HostSpec, profi
         for error in errors:
             text = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
             print(f"[{name}] FAILED (seed {seed}): {text}", file=sys.stderr, flush=True)
+            judged = getattr(error, "finding", None)  # a machine judged by oracles' findings (lock_protocol)
             tally.findings.append(Finding(
-                kind="driver-error" if isinstance(error, DriverError) else "machine-failure",
-                severity=VIOLATION,
-                clause=machine.CLAUSES[0],
+                kind=judged.kind if isinstance(judged, Finding) else
+                "driver-error" if isinstance(error, DriverError) else "machine-failure",
+                severity=judged.severity if isinstance(judged, Finding) else VIOLATION,
+                clause=judged.clause if isinstance(judged, Finding) else machine.CLAUSES[0],
                 impl=tally.ran_against,
                 op=name,
                 evidence=f"seed {seed}: {type(error).__name__}: {text}",

@@ -18,8 +18,9 @@ from typing import Any
 
 from ..oracles.findings import Finding
 from ..peers import PeerSpec
-from .scheduler import KILL, DriverPool, RunResult, Situation, run_schedule
+from .scheduler import DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
+    KILL,
     PCT,
     Diverged,
     Explorer,

@@ -27,7 +27,7 @@ from ..peers import Driver, DriverError, PeerSpec, start_driver
 from ..sandbox import Sandbox
 from ..writers import _classify, disk_view, prepare_shared
 from .run import ENV_EXEC, HARDENED_ENV
-from .strategies import DONE, Step, Strategy
+from .strategies import DONE, KILL, Step, Strategy
 from .tracer import Event, Traced
 
 LOCK = ".lock"
@@ -37,10 +37,6 @@ ESRCH (S-LOCK-3), on every run, unlike a reaped pid that a later process may reu
 STEP_TIMEOUT = 60.0
 ADVANCE = "advance_clock"  # a situation's pseudo-op: the writer's virtual clock moves on by args["ms"]
 KILLED = "killed"  # the step in which a writer was SIGKILLed (the situation's kill_after)
-KILL = "kill"
-"""The pick that SIGKILLs a situation's ``killable`` writer: a decision of the strategy like any
-other, so the kill lands wherever the schedule puts it and replays there.  Its step is
-``Step(KILL, "SIGKILL w0")``."""
 
 
 @dataclass(frozen=True)

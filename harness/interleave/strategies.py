@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 DONE = "answer"  # the call of a step in which the writer answered its op instead
+KILL = "kill"
+"""The pick that SIGKILLs a situation's ``killable`` writer (``scheduler``): a decision of the
+strategy like any other, so the kill lands wherever the schedule puts it and replays there."""
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,45 @@ class Replay:
         return continue_last(enabled, steps)
 
 
+@dataclass
+class Choices:
+    """Drawn numbers as a schedule (the ``lock_protocol`` machine's Hypothesis draws): at step
+    n, choice 0 lets the writer that ran last go on, k > 0 switches to the k-th other enabled
+    pick (cyclically); past the list nobody is preempted.  Shrinking the list towards zeros and
+    a shorter length is shrinking the schedule towards fewer context switches."""
+
+    choices: Sequence[int]
+    name: str = "hypothesis"
+
+    def choose(self, enabled: Sequence[str], steps: Sequence[Step]) -> str:
+        n = len(steps)
+        c = self.choices[n] if n < len(self.choices) else 0
+        first = continue_last(enabled, steps)
+        others = sorted((w for w in enabled if w != first), key=_kill_last)
+        return others[(c - 1) % len(others)] if c and others else first
+
+
+def choices_of(steps: Sequence[Step]) -> list[int]:
+    """The ``Choices`` that make a recorded run's picks again (each step knows what was
+    enabled): how a schedule found by another strategy becomes a Hypothesis example."""
+    out = []
+    for n, s in enumerate(steps):
+        first = continue_last(s.enabled, steps[:n])
+        others = sorted((w for w in s.enabled if w != first), key=_kill_last)
+        out.append(0 if s.writer == first or s.writer not in others else 1 + others.index(s.writer))
+    return out
+
+
 def continue_last(enabled: Sequence[str], steps: Sequence[Step]) -> str:
-    """No preemption: the writer that ran last runs on, else the first enabled one."""
+    """No preemption: the writer that ran last runs on, else the first enabled one (a kill
+    only when nobody else can run: it is a decision, never a default)."""
     if steps and steps[-1].writer in enabled:
         return steps[-1].writer
-    return sorted(enabled)[0]
+    return sorted(enabled, key=_kill_last)[0]
+
+
+def _kill_last(pick: str) -> tuple[bool, str]:
+    return pick == KILL, pick
 
 
 def conflict(a: Step, b: Step) -> bool:

@@ -1,8 +1,9 @@
 """Hypothesis state machines that attack the store (docs/ARCHITECTURE.md §5).
 
 ``store_model`` (the reference vs the shadow, the exact SPEC-written store; module
-``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_protocol``
-(logical lock holders), ``session`` (S-INJECT's injection state machine) and ``differential``
+``store_shadow``), ``rollback`` (faults at every mutating ``Fs`` call), ``lock_holders``
+(logical lock holders in process), ``lock_protocol`` (any implementation's real writers under
+the syscall scheduler, Hypothesis drawing the schedule), ``session`` (S-INJECT's injection state machine) and ``differential``
 (reference vs a peer through the protocol) and ``shared_store`` (any co-writer, OpenCode
 included, judged by the shared-store contract).  Each module's ``bind(spec, ops)`` makes its
 machine drive the named implementation or returns the one-line reason it cannot, so ``fuzz``
@@ -28,12 +29,13 @@ if TYPE_CHECKING:
 MACHINES: dict[str, str] = {
     "store_model": "store_shadow:StoreShadowMachine",
     "rollback": "rollback:RollbackMachine",
+    "lock_holders": "lock_holders:LockHoldersMachine",
     "lock_protocol": "lock_protocol:LockProtocolMachine",
     "session": "session:SessionMachine",
     "differential": "differential:DifferentialMachine",
     "shared_store": "shared_store:SharedStoreMachine",
 }
-IN_PROCESS = ("store_model", "rollback", "lock_protocol", "session")
+IN_PROCESS = ("store_model", "rollback", "lock_holders", "session")
 """The machines that run the reference in process (the differential one needs a peer)."""
 
 
@@ -54,13 +56,14 @@ def bind(name: str, spec: PeerSpec | HostSpec, ops: frozenset[str], *, timeout: 
 
 def unbind() -> None:
     """Back to the defaults (the reference in process, the environment's peer); drivers closed."""
-    from . import differential, session, store_shadow, targets
+    from . import differential, lock_protocol, session, store_shadow, targets
 
     session.unbind()
     store_shadow.StoreShadowMachine.target_spec = None
     differential.configure_peer(None)
     differential._Pool.close()
     targets.Pool.close()
+    lock_protocol.unbind()
 
 
 def load(name: str) -> type[Machine]:

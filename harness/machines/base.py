@@ -143,13 +143,18 @@ class Machine(RuleBasedStateMachine):
         if not CONFIG.export:
             return
         try:
-            data = self.scenario_for(error)
-            if data is not None:
-                path = export.write(data, export_dir() / self.EXPORT_UNDER)
+            path = self.export_failure(error)
+            if path is not None:
                 stats.exported.append(path)
                 error.add_note(f"{EXPORT_NOTE}{path}")
         except Exception as e:  # export must never hide the real failure
             error.add_note(f"memconform: exporting the regression failed: {e!r}")
+
+    def export_failure(self, error: BaseException) -> Path | None:
+        """Write the final failing example under ``export_dir``: a regression scenario (a
+        machine whose failures are another kind of file overrides this)."""
+        data = self.scenario_for(error)
+        return None if data is None else export.write(data, export_dir() / self.EXPORT_UNDER)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -65,7 +65,7 @@ def test_every_machine_refused_for_a_driver_is_exit_2_with_reasons(
         pytest.skip("node is not installed")
     argv = ["fuzz", "--impl", f"node:{FAKE_DRIVER}", "--minutes", "0.01", "--json", str(tmp_path / "r.json"),
             "--export", str(tmp_path / "regs")]
-    for name in ("store_model", "rollback", "lock_protocol", "session"):
+    for name in ("store_model", "rollback", "lock_holders", "lock_protocol", "session"):
         argv += ["--machine", name]
     code = _main(argv)
     out, err = capsys.readouterr()
@@ -73,7 +73,8 @@ def test_every_machine_refused_for_a_driver_is_exit_2_with_reasons(
     rows = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in MACHINES}
     assert "refused: the driver lacks the ops" in rows["store_model"] and "write_memory" in rows["store_model"]
     assert "refused:" in rows["rollback"] and "crash --errors" in rows["rollback"]
-    assert "refused:" in rows["lock_protocol"] and "memconform locks" in rows["lock_protocol"]
+    assert "refused:" in rows["lock_holders"] and "memconform locks" in rows["lock_holders"]
+    assert "refused: the driver lacks the ops" in rows["lock_protocol"]
     assert "refused:" in rows["session"] and "hook" in rows["session"]
     assert "no machine ran" in err
     data = _json(tmp_path / "r.json")
@@ -110,14 +111,14 @@ def test_fuzz_on_pi_drives_pi_or_refuses(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_short_python_run_writes_a_schema_valid_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_json = tmp_path / "f.json"
-    code = _main(["fuzz", "--impl", "python", "--minutes", "0.01", "--machine", "lock_protocol",
+    code = _main(["fuzz", "--impl", "python", "--minutes", "0.01", "--machine", "lock_holders",
                   "--json", str(out_json), "--export", str(tmp_path / "regs")])
     out = capsys.readouterr().out
     assert code == 0, out
     data = _json(out_json)
     assert data["verdict"] == "pass" and data["findings"] == []
     rows = data["machines"]
-    assert isinstance(rows, list) and rows[0]["machine"] == "lock_protocol"
+    assert isinstance(rows, list) and rows[0]["machine"] == "lock_holders"
     assert rows[0]["ran_against"].startswith("memconform-reference") and rows[0]["steps"] > 0
     assert not (tmp_path / "regs").exists()
 

@@ -128,11 +128,11 @@ def test_failing_example_is_exported_and_replays(
 
 def test_fuzz_command_reports_and_exports_nothing_when_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "regs"
-    code = cli.main(["fuzz", "--impl", "python", "--minutes", "0.001", "--machine", "lock_protocol",
+    code = cli.main(["fuzz", "--impl", "python", "--minutes", "0.001", "--machine", "lock_holders",
                      "--export", str(out)])
     text = capsys.readouterr().out
     assert code == 0
-    assert "lock_protocol" in text and "steps/s" in text
+    assert "lock_holders" in text and "steps/s" in text
     assert not out.exists()
 
 

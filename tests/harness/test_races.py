@@ -19,11 +19,13 @@ from memconform.harness.interleave.scheduler import DriverPool, RaceOp, run_sche
 from memconform.harness.interleave.strategies import (
     DONE,
     PCT,
+    Choices,
     Diverged,
     Explorer,
     RandomWalk,
     Replay,
     Step,
+    choices_of,
     conflict,
     continue_last,
     on_lock,
@@ -125,7 +127,8 @@ def test_the_suite_covers_the_issue_situations() -> None:
 def test_a_strategy_kill_ends_the_owners_hold_and_marks_later_holds_as_after_a_kill(tmp_path: Path) -> None:
     """A hold that began before the KILL pick took a live owner's lock (a violation); one
     after it reclaimed a dead owner's (S-INV-9 a)."""
-    from memconform.harness.interleave.scheduler import KILL, judge
+    from memconform.harness.interleave.scheduler import judge
+    from memconform.harness.interleave.strategies import KILL
 
     steps = [Step("w0", "create(.lock) = ok", ("w0",)), Step("w0", "write(.lock) = ok", ("w0",)),
              Step(KILL, "SIGKILL w0", ("w0", "w1", KILL)), Step("w1", "unlink(.lock) = 0", ("w1",)),
@@ -350,3 +353,132 @@ def test_races_cli_finds_the_reclaim_race_and_the_hardened_reference_passes_its_
     assert len(list((tmp_path / "out").glob("*.race.jsonl"))) == 1
     [(name, said)] = data["stats"]["hardened_same_seeds"].items()
     assert (name, said) == ("stale-dead-owner", "0 of 1 seeds show a race (nothing)")
+
+
+# --- the lock_protocol machine: Hypothesis draws the schedule ----------------------------------
+
+
+def test_drawn_choices_pick_like_the_schedule_they_were_made_from() -> None:
+    """0 runs the last writer on, k > 0 switches (fewer switches is a smaller example), and a
+    recorded run's picks turn into the choices that pick them again."""
+    c = Choices([0, 1, 2, 0, 3])
+    steps: list[Step] = []
+    for _ in range(6):
+        w = c.choose(["w0", "w1", "w2"], steps)
+        steps.append(Step(w, "x", ("w0", "w1", "w2")))
+    assert [s.writer for s in steps] == ["w0", "w1", "w2", "w2", "w0", "w0"]  # 3 wraps round
+    assert c.choose(["kill", "w0", "w2"], steps[:1]) == "w2"  # a kill is the last of the other picks
+    assert Choices([]).choose(["w1", "w0"], []) == "w0"
+    assert choices_of(steps) == [0, 1, 2, 0, 1, 0]
+    assert continue_last(["kill", "w1"], []) == "w1" and continue_last(["kill"], []) == "kill"
+
+
+@needs_strace
+def test_the_machine_fails_with_the_checks_finding_on_a_racing_schedule_and_not_when_hardened(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped reclaim race as Hypothesis choices: the machine's run fails with the
+    nemesis checks' weakness (S-INV-9 a); the hardened reference passes the same choices."""
+    from memconform.harness.interleave.run import HARDENED_ENV
+    from memconform.harness.machines import lock_protocol as lp
+
+    reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
+    python = PeerSpec.parse("python")
+    recorded = run_schedule([python], reg.situation, Replay(reg.picks))
+    choices = choices_of(recorded.steps)
+    assert lp.bind(python, lp.NEEDED_OPS) is None
+    try:
+        with pytest.raises(lp.RaceFound) as got:
+            lp.LockProtocolMachine().schedule(name="stale-dead-owner", choices=choices)
+        assert (got.value.finding.kind, got.value.finding.severity) == ("lost-write", "weakness")
+        assert [s.call for s in got.value.run.steps] == [c.split(" ", 1)[1] for c in reg.calls]
+        monkeypatch.setenv(HARDENED_ENV, "1")
+        machine = lp.LockProtocolMachine()
+        machine.schedule(name="stale-dead-owner", choices=choices)
+        assert machine.run is not None and machine.run.findings == [] and machine.run.steps
+    finally:
+        lp.unbind()
+
+
+@needs_strace
+def test_the_machine_runs_real_reference_writers_and_the_hardened_one_stays_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through Hypothesis, seeded: each example is one scheduled run of real ``serve``
+    processes (``executed`` counts runs); the hardened reference fails none (S-LOCK-4)."""
+    from memconform.harness.interleave.run import HARDENED_ENV
+    from memconform.harness.machines import lock_protocol as lp
+    from memconform.harness.machines.base import run_machine
+
+    monkeypatch.setenv(HARDENED_ENV, "1")
+    assert lp.bind(PeerSpec.parse("python"), lp.NEEDED_OPS) is None and lp.hardened()
+    lp.LockProtocolMachine.stats.reset()
+    try:
+        stats = run_machine(lp.LockProtocolMachine, seed_value=3, max_examples=3, export=False)
+    finally:
+        lp.unbind()
+    assert (stats.examples, stats.executed) == (3, 3) and not stats.failures, stats.outcomes
+    assert lp.bind(PeerSpec.parse("node:/nowhere.mjs"), frozenset({"write_memory"})) == \
+        "the driver lacks the ops pin_memory, remove_memory, set_clock"
+
+
+@needs_strace
+@pytest.mark.skipif(not Path(PI_CORE).is_file() or os.environ.get("MEMCONFORM_SLOW") != "1",
+                    reason="a Hypothesis search on real openpi writers, minutes: MEMCONFORM_PI_CORE and MEMCONFORM_SLOW=1")
+def test_fuzz_lock_protocol_on_openpi_reports_the_reclaim_race_as_a_weakness_with_its_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``memconform fuzz --machine lock_protocol --impl pi:…``: the finding is the checks' own
+    (kind, S-INV-9 weakness: exit 0), with the exported race regression, which replays."""
+    from memconform.harness.cli import main
+
+    report = tmp_path / "f.json"
+    code = main(["fuzz", "--impl", f"pi:{PI_CORE}", "--machine", "lock_protocol", "--minutes", "1", "--seed", "5",
+                 "--json", str(report), "--export", str(tmp_path / "out"), "--quiet"])
+    data = json.loads(report.read_text())
+    [f] = data["findings"]
+    assert code == 0 and (f["severity"], f["clause"]) == ("weakness", "S-INV-9"), capsys.readouterr().out
+    assert f["kind"] in ("lost-write", "double-holder") and f["regression"].endswith(".race.jsonl")
+    reg = rf.load(Path(f["regression"]))
+    runs = rf.replay(reg, rf.resolve(reg, [PeerSpec.parse(f"pi:{PI_CORE}")]), runs=2)
+    assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 2
+    print(f"fuzz: {data['machines'][0]}; {rf.describe(reg)}; before shrinking {reg.before}")
+
+
+@needs_strace
+@pytest.mark.skipif(not Path(PI_CORE).is_file() or os.environ.get("MEMCONFORM_SLOW") != "1",
+                    reason="a Hypothesis search on real openpi writers, minutes: MEMCONFORM_PI_CORE and MEMCONFORM_SLOW=1")
+def test_the_machine_finds_openpis_reclaim_race_and_replays_it_from_its_database(tmp_path: Path) -> None:
+    """The ``lock_protocol`` machine on real openpi writers, as the campaign runs it (an
+    example database, no fixed seed: ``@seed`` turns Hypothesis's database off): the search
+    fails with the reclaim race (S-INV-9 a), shrinks it and exports a race regression that
+    replays k of k; a second search on the same database fails on its first example."""
+    from hypothesis import Phase
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.stateful import get_state_machine_test
+
+    from memconform.harness.machines import lock_protocol as lp
+    from memconform.harness.machines import profiles
+    from memconform.harness.machines.base import CONFIG
+
+    pi = PeerSpec.parse(f"pi:{PI_CORE}")
+    db = DirectoryBasedExampleDatabase(str(tmp_path / "db"))
+    machine = lp.LockProtocolMachine
+    assert lp.bind(pi, lp.NEEDED_OPS) is None
+    CONFIG.export_dir = tmp_path / "out"
+    try:
+        machine.stats.reset()
+        search = profiles.profile("ci", database=db, max_examples=300)
+        with pytest.raises(lp.RaceFound) as found:
+            get_state_machine_test(machine, settings=search)()
+        searched, first = machine.stats.examples, lp._Writers.found_after
+        [path] = machine.stats.exported
+        assert found.value.finding.severity == "weakness" and found.value.finding.clause == "S-INV-9"
+        machine.stats.reset()
+        with pytest.raises(lp.RaceFound):
+            get_state_machine_test(machine, settings=profiles.profile("ci", database=db, phases=[Phase.reuse]))()
+        assert machine.stats.examples <= 2, (searched, machine.stats.examples)
+    finally:
+        CONFIG.export_dir = None
+        lp.unbind()
+    reg = rf.load(path)
+    runs = rf.replay(reg, rf.resolve(reg, [pi]), runs=3)
+    assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 3
+    print(f"first failure at example {first}, {searched} examples with shrinking; {rf.describe(reg)}; "
+          f"before shrinking {reg.before}")
