@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_report_arguments(p)
     p.set_defaults(export=None)
     p.add_argument("--strategy", choices=STRATEGIES, default="random",
-                   help="pct (seeded, depth 3), random (seeded walk) or exhaustive (DPOR); default: %(default)s")
+                   help="pct (seeded, depth 3, change points on lock calls), random (seeded walk) or exhaustive (DPOR); default: %(default)s")
     p.add_argument("--seed", type=non_negative_int, default=0, help="first seed (run i of a situation uses seed + i)")
     p.add_argument("--budget", type=positive_float, default=60.0, metavar="SECONDS",
                    help="wall time for the whole suite (default: %(default)s)")

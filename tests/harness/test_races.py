@@ -482,3 +482,18 @@ def test_the_machine_finds_openpis_reclaim_race_and_replays_it_from_its_database
     assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 3
     print(f"first failure at example {first}, {searched} examples with shrinking; {rf.describe(reg)}; "
           f"before shrinking {reg.before}")
+
+
+def test_pct_change_points_fall_on_lock_calls_and_drop_the_writer_below_every_other() -> None:
+    """PCT tuned to the lock protocol: a topic file's call is no change point, the first
+    lock call is; the writer that made it drops below the other, who runs next."""
+    p = PCT(0, ["w0", "w1"], depth=2, length=1)
+    assert p.changes == [1]
+    a = p.choose(["w0", "w1"], [])
+    b = "w1" if a == "w0" else "w0"
+    steps = [Step(a, "create(race-0.md.tmp-*) = ok", (a, b))]
+    assert p.choose(["w0", "w1"], steps) == a  # not a lock call: no change
+    steps.append(Step(a, "create(.lock) = -1 EEXIST", (a, b)))
+    assert p.choose(["w0", "w1"], steps) == b and p.priority[a] < p.priority[b]
+    steps.append(Step(b, "kill(pid,0) = -1 ESRCH", (a, b)))
+    assert p.choose(["w0", "w1"], steps) == b and p.seen == 2
