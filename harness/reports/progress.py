@@ -18,6 +18,17 @@ from types import TracebackType
 from typing import Any, TextIO
 
 LOG_EVERY_S = 5.0
+EVERY_ENV = "MEMCONFORM_PROGRESS_EVERY"  # seconds between plain lines in a log (a positive number)
+
+
+def log_every() -> float:
+    """Seconds between plain lines: ``MEMCONFORM_PROGRESS_EVERY`` when it is a positive number
+    (a CI log that wants fewer lines, a test that needs one early), else every 5 s."""
+    try:
+        every = float(os.environ[EVERY_ENV])
+    except (KeyError, ValueError):
+        return LOG_EVERY_S
+    return every if 0 < every < float("inf") else LOG_EVERY_S
 
 
 def is_live(stream: TextIO) -> bool:
@@ -43,19 +54,20 @@ class Progress:
         self._task: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.every = log_every()
         if self.live:
             self._start_live()
-        elif not quiet and LOG_EVERY_S >= 1:
+        elif not quiet and self.every > 0:
             threading.Thread(target=self._heartbeat, name=f"progress {label}", daemon=True).start()
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(LOG_EVERY_S):
+        while not self._stop.wait(self.every):
             self._plain(due=True)
 
     def _plain(self, *, due: bool) -> None:
         with self._lock:
             now = time.monotonic()
-            if self._closed or (due and now - self._last < LOG_EVERY_S):
+            if self._closed or (due and now - self._last < self.every):
                 return
             self._last = now
             print(self.line(), file=self.stream, flush=True)

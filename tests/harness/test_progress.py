@@ -64,3 +64,12 @@ def strip_ansi(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def test_the_log_interval_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMCONFORM_PROGRESS_EVERY sets the seconds between plain lines; a bad value keeps 5 s."""
+    monkeypatch.setenv("MEMCONFORM_PROGRESS_EVERY", "0.25")
+    assert progress_module.log_every() == 0.25
+    for bad in ("0", "-1", "inf", "nan", "soon", ""):
+        monkeypatch.setenv("MEMCONFORM_PROGRESS_EVERY", bad)
+        assert progress_module.log_every() == progress_module.LOG_EVERY_S, bad
