@@ -123,8 +123,12 @@ def run(args: argparse.Namespace) -> int:
     report = new_report(args, [ImplInfo(s.kind + ":" + str(s.path), s.kind, s.host) for s in specs])
     found: list[Finding] = []
     outcomes: list[tuple[HostSpec, HostOutcome]] = []
+    pis = [s for s in specs if s.kind == "pi-host"]
+    ocs = [s for s in specs if s.kind == "opencode-host"]
     for spec in specs:
         for sc in selected:
+            if pis and ocs and is_cross(sc):
+                continue  # runs once, for the pair, below (not a skip row per host)
             o = run_scenario(spec, sc, timeout=args.timeout, keep=args.keep)
             o.findings = _exported(o, export_dir(args))
             outcomes.append((spec, o))
@@ -134,8 +138,6 @@ def run(args: argparse.Namespace) -> int:
                       flush=True)
                 for f in o.findings:
                     print(f"      {f.line()}", flush=True)
-    pis = [s for s in specs if s.kind == "pi-host"]
-    ocs = [s for s in specs if s.kind == "opencode-host"]
     for sc in (sc for sc in selected if is_cross(sc)) if pis and ocs else ():
         o = run_cross(pis[0], ocs[0], sc, timeout=args.timeout)
         o.findings = _exported(o, export_dir(args))
