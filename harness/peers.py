@@ -177,11 +177,16 @@ class Driver:
     def _start(self) -> Driver:
         env = dict(self.env)
         command = [*self.wrapper, *self.spec.command()]
+        # the reference must import from this checkout even when cwd is a sandbox
+        root = str(PEERS_DIR.parent.parent)
         if self.spec.kind == "python":
-            # the reference must import from this checkout even when cwd is a sandbox
-            root = str(PEERS_DIR.parent.parent)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         else:
+            # a node driver with the reference behind it (the facade, the examples) starts the
+            # python running us, not whichever python3 is first on PATH (a venv not activated)
+            if not env.get("MEMCONFORM_PYTHON"):
+                env["MEMCONFORM_PYTHON"] = sys.executable
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
             # a node driver's own temporary folders (openclaude's module mirrors) live in one the
             # harness made and removes: a driver killed on Ctrl-C cannot clean up after itself
             self._tmp = temp_dir("memconform-driver-")

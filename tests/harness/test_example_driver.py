@@ -154,3 +154,25 @@ def test_the_examples_own_deviations_row_makes_its_known_cross_failure_expected(
     assert main([*base, "--deviations", str(own)]) == 0
     assert [s["status"] for s in json.loads((tmp_path / "r.json").read_text())["scenarios"]] == ["xfail"]
     assert main(base) == 1
+
+
+def test_a_node_driver_gets_the_python_running_memconform(tmp_path: Path) -> None:
+    """With MEMCONFORM_PYTHON unset and a ``python3`` first on PATH that cannot import memconform
+    (a venv not activated), the example driver still starts the reference: memconform gives
+    every node driver it starts its own python (it failed 'hello' with ModuleNotFoundError)."""
+    import os
+    import subprocess
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\necho 'No module named memconform' >&2\nexit 1\n", encoding="utf-8")
+    (fake / "python3").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "MEMCONFORM_PYTHON"}
+    env["PATH"] = f"{fake}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        [sys.executable, "-m", "memconform.harness", "conformance", "--impl", f"node:{REWORDED}",
+         "--run", "shared-store/pins/pin-by-name", "--quiet", "--no-export"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    assert "1 passed, 0 failed" in done.stdout, done.stdout[-800:]
