@@ -432,9 +432,12 @@ def test_fuzz_lock_protocol_on_openpi_reports_the_reclaim_race_as_a_weakness_wit
     code = main(["fuzz", "--impl", f"pi:{PI_CORE}", "--machine", "lock_protocol", "--minutes", "1", "--seed", "5",
                  "--json", str(report), "--export", str(tmp_path / "out"), "--quiet"])
     data = json.loads(report.read_text())
-    [f] = data["findings"]
-    assert code == 0 and (f["severity"], f["clause"]) == ("weakness", "S-INV-9"), capsys.readouterr().out
-    assert f["kind"] in ("lost-write", "double-holder") and f["regression"].endswith(".race.jsonl")
+    # a minute finds it once or more (an idle machine runs more examples: 2 findings, 2 situations)
+    assert code == 0 and data["findings"], capsys.readouterr().out
+    for f in data["findings"]:
+        assert (f["severity"], f["clause"]) == ("weakness", "S-INV-9"), f
+        assert f["kind"] in ("lost-write", "double-holder") and f["regression"].endswith(".race.jsonl")
+    f = data["findings"][0]
     reg = rf.load(Path(f["regression"]))
     runs = rf.replay(reg, rf.resolve(reg, [PeerSpec.parse(f"pi:{PI_CORE}")]), runs=2)
     assert [(r.diverged, r.reproduced) for r in runs] == [("", True)] * 2
