@@ -34,12 +34,26 @@ class SetupError(Exception):
     """Nothing can run as asked (bad path, nothing selected): one line, exit 2."""
 
 
+class _OneImpl(argparse.Action):
+    """``--impl`` of a command that tests one implementation: a second one is refused, never
+    silently put in place of the first (``locks --impl pi:… --impl opencode:…`` tested only
+    OpenCode)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, "_impl_given", False):
+            raise argparse.ArgumentError(self, "given twice: this command tests one implementation "
+                                               "(run it once per implementation)")
+        namespace._impl_given = True
+        setattr(namespace, self.dest, values)
+
+
 def add_impl_arguments(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     helptext = "python | pi:<memory-core.mjs> | opencode:<ocl-memory.mjs> | node:<your-driver.mjs>"
     if many:
         p.add_argument("--impl", action="append", default=[], help=helptext + " (repeatable)")
     else:
-        p.add_argument("--impl", default="python", help=helptext)
+        p.add_argument("--impl", action=_OneImpl, default="python", help=helptext)
     p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, help="per-op timeout in seconds")
     p.add_argument("--validate-protocol", action="store_true", help="check every message against the schema")
 

@@ -296,3 +296,11 @@ def test_impl_help_names_every_peer_kind(capsys: pytest.CaptureFixture[str]) -> 
         assert cli.main([command, "--help"]) == 0
         text = " ".join(capsys.readouterr().out.split())
         assert all(kind in text for kind in ("python", "pi:<", "opencode:<", "node:<")), (command, text)
+
+
+@pytest.mark.parametrize("command", ["conformance", "locks", "crash", "fuzz"])
+def test_a_one_implementation_command_refuses_a_second_impl(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """A command asked to test X tests X or refuses: a second ``--impl`` used to replace the
+    first silently (``locks --impl pi:… --impl opencode:…`` ran OpenCode's matrix only)."""
+    line = one_line_error(capsys, [command, "--impl", "python", "--impl", "pi:/nowhere/memory-core.mjs"])
+    assert "--impl: given twice: this command tests one implementation" in line, line
