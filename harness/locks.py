@@ -93,6 +93,25 @@ def spec_seconds(cell: Cell) -> float:
     return 0.5 if cell.mode == "local" else 3.0
 
 
+SHARED_BUSY_BOUND_S = 5.0  # SS-LOCK-5: a co-writer answers busy in the shared store within about 5 s
+
+
+def busy_window(cell: Cell, contract: str) -> tuple[float, float]:
+    """The (earliest, latest) second of a busy answer the contract allows, before slack: openpi's
+    exact window (S-LOCK-6 local, S-LOCK-7 shared), or for a co-writer judged by the shared-store
+    profile, SS-LOCK-5's bound in the shared store (OpenCode waits 2 + 1 + 2 s, PEER-2)."""
+    if contract == "shared-store" and cell.mode == "shared":
+        return 0.0, SHARED_BUSY_BOUND_S
+    window = spec_seconds(cell)
+    return window, window
+
+
+def busy_clause(cell: Cell, contract: str) -> str:
+    if contract == "shared-store" and cell.mode == "shared":
+        return "SS-LOCK-5"
+    return "S-LOCK-6" if cell.mode == "local" else "S-LOCK-7"
+
+
 @dataclass
 class CellResult:
     cell: Cell
@@ -104,6 +123,7 @@ class CellResult:
     store: str = ""  # the locked directory, relative to the sandbox
     virtual: bool = False  # ``seconds`` is the driver's virtual clock, not the wall clock
     leftovers: list[Finding] = field(default_factory=list)  # locks an answer left behind (S-LOCK-5)
+    contract: str = "openpi"  # the profile the busy window is judged by (``busy_window``)
 
     @property
     def timely(self) -> bool:
@@ -111,10 +131,10 @@ class CellResult:
         poll interval late), in real time give or take scheduling."""
         if self.verdict != "busy":
             return True
-        window = spec_seconds(self.cell)
+        earliest, latest = busy_window(self.cell, self.contract)
         if self.virtual:
-            return window <= self.seconds <= window + VIRTUAL_SLACK_S
-        return window * 0.9 <= self.seconds <= window + 1.0
+            return earliest <= self.seconds <= latest + VIRTUAL_SLACK_S
+        return earliest * 0.9 <= self.seconds <= latest + 1.0
 
     @property
     def ok(self) -> bool:

@@ -94,3 +94,24 @@ def test_matrix_findings_hazards_by_default_violations_for_a_wrong_verdict() -> 
                      ("violation", "lock-verdict", "S-LOCK-3"), ("hazard", "unavailable", "S-LOCK-3")]
     assert "a directory at .lock" in found[0].evidence and "for ever" in found[0].evidence
     assert "for 62 s" in found[1].evidence
+
+
+def test_a_shared_store_co_writer_answers_busy_within_ss_lock_5_not_openpis_window() -> None:
+    """SS-LOCK-5: in the shared store a co-writer answers busy within about 5 s (OpenCode waits
+    2 + 1 + 2 s, PEER-2); openpi's contract keeps S-LOCK-7's 3 s window. OpenCode's 5.05 s is
+    timely as a co-writer and late by openpi's contract; 7 s is late by both, named SS-LOCK-5."""
+    from memconform.harness.commands.locks import findings_of
+    from memconform.harness.locks import CellResult, busy_window
+
+    alive = Cell("valid", "alive", 0, "shared")
+    assert busy_window(alive, "shared-store") == (0.0, 5.0) and busy_window(alive, "openpi") == (3.0, 3.0)
+    assert busy_window(Cell("valid", "alive", 0, "local"), "shared-store") == (0.5, 0.5)  # S-LOCK-6 stays
+
+    def row(seconds: float, contract: str) -> CellResult:
+        return CellResult(alive, "busy", "busy", seconds, "", None, "home/.agents/memory", virtual=True,
+                          contract=contract)
+
+    assert row(5.05, "shared-store").ok and not row(5.05, "openpi").ok and row(3.02, "openpi").ok
+    late = [f for f, _r in findings_of(PeerSpec("opencode", "/x.mjs"), "ocl 1", [row(7.0, "shared-store")])]
+    assert [(f.severity, f.kind, f.clause) for f in late] == [("violation", "lock-verdict", "SS-LOCK-5")]
+    assert "the contract busy <=5.0s, got busy 7.00s" in late[0].evidence
