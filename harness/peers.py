@@ -320,7 +320,7 @@ class Driver:
         try:
             self.proc.stdin.write(json.dumps(request).encode() + b"\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
+        except (OSError, ValueError) as e:  # ValueError: its stdin was closed (killed on Ctrl-C)
             raise DriverError(f"{self.spec.name}: driver is gone ({e})", self.stderr()) from None
         wait = self.timeout if timeout is None else timeout
         try:

@@ -476,3 +476,20 @@ def test_real_pi_core_states_no_version_so_none_is_reported() -> None:
     assert (info.name, info.version) == ("openpi-memory?", "unknown")
     hello = hello_of(PeerSpec.parse("pi"))
     assert hello["missing"] == [] and hello["module"] == str(Path(REAL_PI).resolve())
+
+
+def test_a_call_on_a_driver_whose_stdin_was_closed_is_a_driver_error(tmp_path: Path) -> None:
+    """Ctrl-C closes every driver while writer threads may still be calling one: the write to
+    its closed stdin raised ValueError, a traceback in the nemesis's interrupted run; it is a
+    ``DriverError`` (the driver is gone) like a broken pipe."""
+    from memconform.harness.sandbox import Sandbox
+
+    sb = Sandbox.create()
+    try:
+        with start_driver(PeerSpec("python"), sb.env(), cwd=str(sb.root)) as d:
+            assert d.proc is not None and d.proc.stdin is not None
+            d.proc.stdin.close()
+            with pytest.raises(DriverError, match="driver is gone"):
+                d.call("read_index")
+    finally:
+        sb.remove()
