@@ -96,18 +96,24 @@ def spec_seconds(cell: Cell) -> float:
 SHARED_BUSY_BOUND_S = 5.0  # SS-LOCK-5: a co-writer answers busy in the shared store within about 5 s
 
 
+def _co_writer_bound(cell: Cell, contract: str) -> bool:
+    """A co-writer judged by the shared-store profile, in the shared store: SS-LOCK-5's bound."""
+    return contract == "shared-store" and cell.mode == "shared"
+
+
 def busy_window(cell: Cell, contract: str) -> tuple[float, float]:
     """The (earliest, latest) second of a busy answer the contract allows, before slack: openpi's
     exact window (S-LOCK-6 local, S-LOCK-7 shared), or for a co-writer judged by the shared-store
     profile, SS-LOCK-5's bound in the shared store (OpenCode waits 2 + 1 + 2 s, PEER-2)."""
-    if contract == "shared-store" and cell.mode == "shared":
+    if _co_writer_bound(cell, contract):
         return 0.0, SHARED_BUSY_BOUND_S
     window = spec_seconds(cell)
     return window, window
 
 
 def busy_clause(cell: Cell, contract: str) -> str:
-    if contract == "shared-store" and cell.mode == "shared":
+    """The clause a late or early busy answer breaks (see ``busy_window``)."""
+    if _co_writer_bound(cell, contract):
         return "SS-LOCK-5"
     return "S-LOCK-6" if cell.mode == "local" else "S-LOCK-7"
 
