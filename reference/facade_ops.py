@@ -1,4 +1,4 @@
-"""Protocol ops that only the JS-API facade needs (``harness/peers/reference-core.mjs``).
+"""Protocol ops that only the JS-API facade needs (``harness/drivers/node/reference-core.mjs``).
 
 The facade answers every export of openpi 0.3.9's ``memory-core.mjs`` through ``serve``; the
 exports with no store-level op of their own (the constants and paths, ``upsertIndexLine``,

@@ -35,9 +35,10 @@ import stat
 from .clock import Clock
 from .errors import NodeError
 from .fs import CREATE_EXCLUSIVE, Fs, read_lock_content
-from .lock import HARDENED_ENV, STALE_MS, content_owner_alive, make_token, mtime_ms
+from .lock_owner import STALE_MS, content_owner_alive, make_token, mtime_ms
 
-ENV = HARDENED_ENV
+ENV = "MEMCONFORM_REFERENCE_HARDENED"  # opt-in, off by default
+HARDENED_ENV = ENV
 GUARD_SUFFIX = ".reclaim"
 RELEASE_READS = 3
 

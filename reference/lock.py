@@ -7,21 +7,24 @@ Deadlines run on the clock's monotonic source, stamps on its wall time.
 
 from __future__ import annotations
 
-import errno
-import math
-import os
 import stat
 from collections.abc import Callable
 from typing import TypeVar
 
+from . import hardened
 from .clock import Clock
 from .errors import NodeError
 from .fs import CREATE_EXCLUSIVE, Fs, read_lock_content
+from .lock_owner import (
+    HARD_STALE_MS,
+    STALE_MS,
+    content_owner_alive,
+    make_token,
+    mtime_ms,
+    owner_alive,
+)
 from .paths import lock_path
-from .text import parse_int, trim
 
-STALE_MS = 10_000
-HARD_STALE_MS = 60_000
 POLL_MS = 20
 LOCAL_WINDOW_MS = 500
 SHARED_WINDOW_MS = 2_000
@@ -33,11 +36,6 @@ LOCK_BUSY_MESSAGE = (
 )
 
 T = TypeVar("T")
-HARDENED_ENV = "MEMCONFORM_REFERENCE_HARDENED"  # opt-in, off by default: reference/hardened.py
-
-
-def _hardened() -> bool:
-    return os.environ.get(HARDENED_ENV) == "1"
 
 
 class LockBusy(Exception):
@@ -46,11 +44,6 @@ class LockBusy(Exception):
     def __init__(self) -> None:
         super().__init__(LOCK_BUSY_MESSAGE)
         self.message = LOCK_BUSY_MESSAGE
-
-
-def make_token(fs: Fs, clock: Clock) -> str:
-    """``«pid»\\t«epoch ms»\\t«base-36 random»`` (S-FMT-13)."""
-    return f"{fs.getpid()}\t{clock.now_ms()}\t{fs.random_token()}"
 
 
 def create_lock(fs: Fs, path: str, token: str) -> bool:
@@ -86,34 +79,9 @@ def create_lock(fs: Fs, path: str, token: str) -> bool:
     return True
 
 
-def mtime_ms(st: object) -> float:
-    return getattr(st, "st_mtime_ns", 0) / 1e6
-
-
-def owner_alive(fs: Fs, path: str, age_ms: float) -> bool:
-    """S-LOCK-3: pid probe with signal 0; unreadable owners live for 60 s."""
-    return content_owner_alive(fs, read_lock_content(fs, path), age_ms)
-
-
-def content_owner_alive(fs: Fs, content: str | None, age_ms: float) -> bool:
-    """S-LOCK-3 on lock content already read (``None``: unreadable)."""
-    pid = math.nan if content is None else parse_int(trim(content).split("\t")[0])
-    if math.isnan(pid) or math.isinf(pid) or pid <= 0 or pid != int(pid):
-        return age_ms <= HARD_STALE_MS
-    try:
-        fs.kill(int(pid), 0)
-    except NodeError as e:
-        return e.errno != errno.ESRCH
-    except (OverflowError, ValueError):
-        return True
-    return True
-
-
 def try_acquire(fs: Fs, clock: Clock, path: str) -> str | None:
     """One attempt (S-LOCK-2): create, or reclaim a stale lock of a dead owner."""
-    if _hardened():
-        from . import hardened
-
+    if hardened.enabled():
         return hardened.try_acquire(fs, clock, path)
     token = make_token(fs, clock)
     if create_lock(fs, path, token):
@@ -175,9 +143,13 @@ def with_lock(
     try:
         return fn(directory)
     finally:
-        if _hardened():
-            from . import hardened
-
+        if hardened.enabled():
             hardened.release(fs, clock, path, token)
         else:
             release(fs, path, token)
+
+
+__all__ = [
+    "HARD_STALE_MS", "LOCK_BUSY_MESSAGE", "STALE_MS", "LockBusy", "acquire", "content_owner_alive",
+    "create_lock", "make_token", "mtime_ms", "owner_alive", "release", "try_acquire", "with_lock",
+]

@@ -1,0 +1,1 @@
+"""Benchmarks (``make bench``): every comparison measured side by side in one run."""

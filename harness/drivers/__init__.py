@@ -1,0 +1,1 @@
+"""Drivers: everything that starts an implementation and speaks the peer protocol to it."""

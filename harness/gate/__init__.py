@@ -1,0 +1,1 @@
+"""The gate: the scenario model, the runner, profiles, selection and shards, deviations, cross sequences, differential, regressions."""
