@@ -48,7 +48,7 @@ bench: install
 # MEMCONFORM_OPENCODE_TESTS / MEMCONFORM_PI_TESTS name its test file, and prints its tally.
 .PHONY: peer-suites
 peer-suites: install
-	$(PY) -m memconform.harness.peer_suites
+	$(PY) -m memconform.harness.drivers.peer_suites
 
 # Nemesis runs against the real peers (issue 13): every family and `all` on the shared store,
 # pi, OpenCode, all three and the reference alone on the same schedules, then replays; the

@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from . import commands, interrupt
+from . import commands
+from .checker.history import HistoryError
 from .commands.common import SetupError, check_outputs, interrupted_end, new_report
-from .history import HistoryError
+from .drivers import interrupt
+from .drivers.peers import DriverError, PeerUnavailable
+from .gate.scenarios import ScenarioError
 from .oracles.findings import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_USAGE
-from .peers import DriverError, PeerUnavailable
-from .scenarios import ScenarioError
 
 DEBUG_ENV = "MEMCONFORM_DEBUG"
 

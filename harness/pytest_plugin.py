@@ -16,9 +16,9 @@ import pytest
 # The harness (and through it the reference) is imported lazily: this module is loaded by
 # every pytest session of an environment where memconform is installed, before coverage starts.
 if TYPE_CHECKING:
-    from .peers import PeerSpec
-    from .runner import Worker
-    from .scenarios import Scenario
+    from .drivers.peers import PeerSpec
+    from .gate.runner import Worker
+    from .gate.scenarios import Scenario
 
 SCENARIOS_DIR = Path(str(resources.files("memconform") / "scenarios"))  # as scenarios.py says
 _WORKER = pytest.StashKey[dict[str, "Worker"]]()
@@ -41,8 +41,8 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.memconform_clause(clause))
 
     def runtest(self) -> None:
-        from .deviations import apply, expected_failure, load
-        from .runner import Worker
+        from .gate.deviations import apply, expected_failure, load
+        from .gate.runner import Worker
 
         workers = self.config.stash.setdefault(_WORKER, {})
         worker = workers.get(self.spec.name)
@@ -89,8 +89,8 @@ def pytest_collection_modifyitems(
     impl = config.getoption("--memconform-impl")
     if not impl:
         return
-    from .peers import PeerSpec, PeerUnavailable, preflight
-    from .scenarios import discover
+    from .drivers.peers import PeerSpec, PeerUnavailable, preflight
+    from .gate.scenarios import discover
 
     try:  # a peer that cannot start is one usage error, not a failure per scenario
         spec = PeerSpec.parse(impl)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from memconform.harness.sandbox import Sandbox
+from memconform.harness.drivers.sandbox import Sandbox
 from memconform.reference.clock import ControlledClock, parse_instant
 from memconform.reference.store import Store
 

@@ -15,13 +15,13 @@ import os
 import time
 from typing import Any
 
-from .peers import PeerSpec, configured_peers
-from .runner import Outcome, run_all
+from ..drivers.peers import PeerSpec, configured_peers
+from ..gate.runner import Outcome, run_all
 
 
 def _profiled(spec: PeerSpec) -> tuple[str, list[Any]]:
-    from . import profiles
-    from .scenarios import discover
+    from ..gate import profiles
+    from ..gate.scenarios import discover
 
     name = profiles.default_profile(spec)
     return name, profiles.select(discover(), name)

@@ -4,7 +4,7 @@ alone and mixed with the JS peers, side by side in one run.
 Per (mix, family): ops/s of the writers, faults that took effect per minute, the findings
 (by severity, and their kinds) and the checker's verdict and time.  The same schedule (seed,
 plan) runs for each mix, so the columns compare implementations, not luck.  Registered in
-``harness.bench.WORKLOADS`` as ``w3_nemesis``; ``MEMCONFORM_BENCH_NEMESIS_S`` sets the seconds
+``harness.bench.workloads.WORKLOADS`` as ``w3_nemesis``; ``MEMCONFORM_BENCH_NEMESIS_S`` sets the seconds
 of the ``all`` run (each single family runs a third of it).
 """
 
@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from ..peers import PeerSpec, configured_peers, preflight
+from ..drivers.peers import PeerSpec, configured_peers, preflight
 
 
 def mixes() -> list[tuple[str, list[PeerSpec]]]:
@@ -27,8 +27,8 @@ def mixes() -> list[tuple[str, list[PeerSpec]]]:
 
 
 def w3_nemesis(seconds: float | None = None, writers: int = 6, seed: int = 7) -> list[dict[str, Any]]:
-    from .nemesis import FAMILIES, make_schedule
-    from .run import run_nemesis
+    from ..interleave.nemesis import FAMILIES, make_schedule
+    from ..interleave.run import run_nemesis
 
     total = seconds if seconds is not None else float(os.environ.get("MEMCONFORM_BENCH_NEMESIS_S", "30"))
     plan = [("all", total), *((f, max(3.0, total / 3)) for f in FAMILIES)]

@@ -19,8 +19,8 @@ import statistics
 import time
 from typing import Any
 
-from ..peers import PeerSpec, configured_peers, preflight, start_driver
-from ..sandbox import Sandbox
+from ..drivers.peers import PeerSpec, configured_peers, preflight, start_driver
+from ..drivers.sandbox import Sandbox
 
 SEEDS = 5
 TARGET = {"lost-write", "double-holder"}
@@ -31,7 +31,7 @@ def _cap() -> float:
 
 
 def scheduler_row(spec: PeerSpec, strategy: str, labels: dict[str, str]) -> dict[str, Any]:
-    from .races import explore, situation
+    from ..interleave.races import explore, situation
 
     times: list[float | None] = []
     runs = held = steps = 0
@@ -48,8 +48,8 @@ def scheduler_row(spec: PeerSpec, strategy: str, labels: dict[str, str]) -> dict
 
 
 def nemesis_row(spec: PeerSpec, labels: dict[str, str]) -> dict[str, Any]:
-    from .nemesis import make_schedule
-    from .run import run_nemesis
+    from ..interleave.nemesis import make_schedule
+    from ..interleave.run import run_nemesis
 
     times: list[float | None] = []
     ops = 0

@@ -1,6 +1,6 @@
 """Bench W2 (trace): crash states per second for each implementation, from one traced run
 per op case (checked, and with the implementation's own recovery), beside real kills of the
-same implementation, in one run (issue 17 item 6; registered in ``harness.bench``)."""
+same implementation, in one run (issue 17 item 6; registered in ``harness.bench.workloads``)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import statistics
 import time
 from typing import Any
 
-from ..peers import PeerSpec, configured_peers, preflight
-from .cases import CASES
-from .strace import strace_unavailable
-from .trace_run import run_traced
-from .trace_states import TRACE_MODELS, check_trace
+from ..drivers.peers import PeerSpec, configured_peers, preflight
+from ..faults.cases import CASES
+from ..faults.strace import strace_unavailable
+from ..faults.trace_run import run_traced
+from ..faults.trace_states import TRACE_MODELS, check_trace
 
 
 def w2_trace(workers: int = 4, kill_case: str = "write-create", rounds: int = 5) -> dict[str, Any]:
     """Per implementation: traced states checked/s, recovered/s, and real kills/s."""
-    from .campaigns import crash_runs
+    from ..faults.campaigns import crash_runs
 
     reason = strace_unavailable()
     if reason:
@@ -80,7 +80,7 @@ def markdown(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-if __name__ == "__main__":  # python -m memconform.harness.faults.trace_bench
+if __name__ == "__main__":  # python -m memconform.harness.bench.trace
     import json
     import sys
 

@@ -29,9 +29,9 @@ from memconform.reference.fs import Fs
 from memconform.reference.index_engine import IndexEngine, PlainEngine
 from memconform.reference.index_view import ViewEngine
 
-from .peers import PeerSpec, configured_peers, start_driver
-from .sandbox import Sandbox
-from .scenarios import DEFAULT_NOW, DEFAULT_NOW_MS
+from ..drivers.peers import PeerSpec, configured_peers, start_driver
+from ..drivers.sandbox import Sandbox
+from ..gate.scenarios import DEFAULT_NOW, DEFAULT_NOW_MS
 
 ROUNDS = 5
 NOW = DEFAULT_NOW_MS
@@ -337,10 +337,10 @@ def syscalls_per_op(impl: str, phase: str, entries: int = 300, ops: int = 100) -
 def w2() -> dict[str, Any]:
     """States per second of the in-process explorer, crash points per second with real kills,
     and the bounded exhaustive run (2 topics, up to 3 ops, every crash point, every model)."""
-    from .faults.campaigns import crash_runs
-    from .faults.cases import CASES
-    from .faults.explorer import Explorer
-    from .faults.strace import strace_unavailable
+    from ..faults.campaigns import crash_runs
+    from ..faults.cases import CASES
+    from ..faults.explorer import Explorer
+    from ..faults.strace import strace_unavailable
 
     explorer = Series("explorer: crash states checked, all op kinds, 3 models (one core)")
     for _ in range(ROUNDS):
@@ -375,7 +375,7 @@ def w2() -> dict[str, Any]:
 
 
 def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
-    from .writers import interop
+    from ..writers.engine import interop
 
     rows = []
     configs: list[tuple[str, list[PeerSpec]]] = [(str(n), [PeerSpec("python")]) for n in (1, 2, 4, 8, 16)]
@@ -406,8 +406,8 @@ def w3(ops: int = 200, rounds: int = ROUNDS) -> list[dict[str, Any]]:
 def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[Any]:
     """A linearizable history: ops applied to the model in a random order, with overlapping
     intervals around their linearization points (so the checker has real choices)."""
-    from .history import Op
-    from .oracles import kind_model as model
+    from ..checker.history import Op
+    from ..oracles import kind_model as model
 
     rng = random.Random(seed)
     names = [f"Topic {chr(65 + i)}{i}" for i in range(topics)]
@@ -440,7 +440,7 @@ def synthetic_history(n_ops: int, topics: int, writers: int, seed: int) -> list[
 
 
 def w4() -> list[Series]:
-    from .store_checker import check
+    from ..checker.store_model import check
 
     out = []
     for n, partition in ((1000, True), (10000, True), (100000, True), (1000, False)):
@@ -459,8 +459,8 @@ def w4() -> list[Series]:
 
 
 def w5() -> list[dict[str, Any]]:
-    """Corpus wall time per implementation, virtual and real time side by side (bench_corpus)."""
-    from .bench_corpus import w5 as corpus
+    """Corpus wall time per implementation, virtual and real time side by side (bench.corpus)."""
+    from .corpus import w5 as corpus
 
     return corpus()
 
@@ -482,10 +482,10 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
         f"{i}:{phase}": syscalls_per_op(i, phase) for i in impls() if not i.startswith("reference") for phase in PHASES
     },
     "w2": w2,
-    "w2_trace": lambda: __import__("memconform.harness.faults.trace_bench", fromlist=["w2_trace"]).w2_trace(),
+    "w2_trace": lambda: __import__("memconform.harness.bench.trace", fromlist=["w2_trace"]).w2_trace(),
     "w3": w3,
-    "w3_nemesis": lambda: __import__("memconform.harness.interleave.bench", fromlist=["w3_nemesis"]).w3_nemesis(),
-    "w6_races": lambda: __import__("memconform.harness.interleave.races_bench", fromlist=["w6_races"]).w6_races(),
+    "w3_nemesis": lambda: __import__("memconform.harness.bench.nemesis", fromlist=["w3_nemesis"]).w3_nemesis(),
+    "w6_races": lambda: __import__("memconform.harness.bench.races", fromlist=["w6_races"]).w6_races(),
     "w4": lambda: [s.as_dict() for s in w4()],
     "w5": w5,
 }
@@ -494,8 +494,8 @@ WORKLOADS: dict[str, Callable[[], Any]] = {
 def run_workload(name: str) -> dict[str, Any]:
     """Run one workload in a subprocess; its result with the peak RSS of it and its children."""
     proc = subprocess.run(
-        [sys.executable, "-m", "memconform.harness.bench", name], capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent.parent)},
+        [sys.executable, "-m", "memconform.harness.bench.workloads", name], capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])},
     )
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:]}

@@ -4,7 +4,7 @@ As Porcupine keeps ``model.go`` apart from ``checker.go``, this module knows his
 search, never the store: a ``Model`` says what a state is (``init``, ``key``), what an op
 does to it and whether the op's recorded answer agrees (``step``), which sub-histories are
 independent (``partition``) and how to put an op or a state in words (``describe_*``).  The
-store's model is plugged in by ``harness.store_checker``.
+store's model is plugged in by ``harness.checker.store_model``.
 
 A history is split into the model's independent parts and each part searched alone.  The
 search is depth-first over "which pending op takes effect next", memoised on (ops done, model

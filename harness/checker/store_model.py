@@ -25,11 +25,11 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 from math import inf as INF
 
+from ..oracles import kind_model
+from ..oracles.grammar import to_slug
 from . import linearize
 from .history import Op
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict, Part
-from .oracles import kind_model
-from .oracles.grammar import to_slug
 
 State = kind_model.State
 WRITTEN = frozenset({"created", "updated"})

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..bench import ROUNDS, WORKLOADS, run_workload
+from ..bench.workloads import ROUNDS, WORKLOADS, run_workload
 from ..reports.progress import progress
 from .common import add_quiet_argument
 
@@ -128,7 +128,7 @@ def _merge(old: str, new: str) -> str:
 
 def _render(name: str, data: Any) -> list[str]:
     if name == "w5":
-        from ..bench_corpus import render
+        from ..bench.corpus import render
 
         return render(data)
     if name == "w4":
@@ -181,15 +181,15 @@ def _render(name: str, data: Any) -> list[str]:
             f"{ex['seconds']:.1f} s, {ex['violations']} violations.",
         ]
     if name == "w2_trace":
-        from ..faults.trace_bench import markdown
+        from ..bench.trace import markdown
 
         return markdown(data)
     if name == "w3_nemesis":
-        from ..interleave.bench import render as nemesis_rows
+        from ..bench.nemesis import render as nemesis_rows
 
         return nemesis_rows(data)
     if name == "w6_races":
-        from ..interleave.races_bench import render as races_rows
+        from ..bench.races import render as races_rows
 
         return races_rows(data)
     if name == "w3":

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..history import History, HistoryError
-from ..linearize import NOT_LINEARIZABLE, UNKNOWN
+from ..checker.history import History, HistoryError
+from ..checker.linearize import NOT_LINEARIZABLE, UNKNOWN
+from ..checker.store_model import check
 from ..oracles.findings import VIOLATION, Finding
-from ..store_checker import check
 from .common import SetupError, add_report_arguments, conclude, new_report, positive_float
 
 NAME = "check-history"

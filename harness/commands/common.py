@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import interrupt
+from ..drivers import interrupt
+from ..drivers.peers import DEFAULT_TIMEOUT, PeerSpec, start_driver
+from ..gate.regressions import DEFAULT_DIR
 from ..oracles.findings import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -24,8 +26,6 @@ from ..oracles.findings import (
     summary_line,
     verdict,
 )
-from ..peers import DEFAULT_TIMEOUT, PeerSpec, start_driver
-from ..regressions import DEFAULT_DIR
 from ..reports import envelope
 from ..reports.envelope import ImplInfo, RunReport
 
@@ -250,7 +250,7 @@ def interrupted_end(args: argparse.Namespace, report: RunReport, extra: dict[str
 
 def hello_ops(spec: PeerSpec, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """The ops a driver lists in ``hello`` (to say why nothing could run)."""
-    from ..sandbox import Sandbox
+    from ..drivers.sandbox import Sandbox
 
     sandbox = Sandbox.create()
     try:

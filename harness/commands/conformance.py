@@ -14,16 +14,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import deviations, profiles, selection
-from ..differential import run_differential
+from ..drivers.peers import PeerSpec, preflight
+from ..gate import deviations, profiles, selection
+from ..gate.differential import run_differential
+from ..gate.runner import Outcome, run_until_interrupted
+from ..gate.scenarios import PROFILES, Scenario
 from ..oracles.expect import Failure
 from ..oracles.findings import VIOLATION, Finding
-from ..peers import PeerSpec, preflight
 from ..reports import scenarios as report
 from ..reports.envelope import ImplInfo
 from ..reports.progress import progress
-from ..runner import Outcome, run_until_interrupted
-from ..scenarios import PROFILES, Scenario
 from .common import (
     SetupError,
     add_impl_arguments,

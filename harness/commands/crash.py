@@ -20,16 +20,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..drivers.interrupt import stopping, work_done
+from ..drivers.peers import PeerSpec, preflight
 from ..faults import ERRNOS, MODELS
 from ..faults.cases import CASES, OpCase
-from ..interrupt import stopping, work_done
+from ..gate.regressions import export
+from ..gate.scenarios import ScenarioError, content_bytes, load_file
 from ..oracles.crash_judge import CrashFinding, Intent
 from ..oracles.findings import EXIT_USAGE, Finding, dedupe, exit_code, summary_line, verdict
-from ..peers import PeerSpec, preflight
-from ..regressions import export
 from ..reports import envelope
 from ..reports.progress import progress
-from ..scenarios import ScenarioError, content_bytes, load_file
 from .common import (
     add_impl_arguments,
     add_report_arguments,

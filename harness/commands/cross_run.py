@@ -13,14 +13,14 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
-from .. import deviations
-from ..cross import Pair, discover_cross, run_pair
+from ..drivers.peers import PeerSpec, preflight
+from ..gate import deviations
+from ..gate.cross import Pair, discover_cross, run_pair
+from ..gate.runner import Outcome
 from ..oracles.findings import Finding
-from ..peers import PeerSpec, preflight
 from ..reports import scenarios as report
 from ..reports.envelope import ImplInfo
 from ..reports.progress import progress
-from ..runner import Outcome
 from .common import SetupError, conclude, new_report
 
 

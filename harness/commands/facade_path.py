@@ -1,6 +1,6 @@
 """``memconform facade-path``: where the reference's JS facade is, to point a JS suite at it.
 
-The facade (``harness/peers/reference-core.mjs``) exports openpi 0.3.9's ``memory-core.mjs``
+The facade (``harness/drivers/node/reference-core.mjs``) exports openpi 0.3.9's ``memory-core.mjs``
 API and answers every call through a ``serve`` process of the python named by
 ``MEMCONFORM_PYTHON`` (else ``python3``); ``--python`` prints the interpreter this command runs
 under, which imports memconform, e.g. ``export MEMCONFORM_PYTHON=$(memconform facade-path
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..drivers.peer_suites import FACADE
 from ..oracles.findings import EXIT_OK
-from ..peer_suites import FACADE
 from .common import SetupError
 
 NAME = "facade-path"

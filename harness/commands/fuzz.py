@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..drivers.interrupt import stopping, work_done
+from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
+from ..drivers.sandbox import Sandbox
 from ..hosts.cache import DEFAULT_PI
 from ..hosts.run import HostSpec
 from ..hosts.script import HOST_KINDS
-from ..interrupt import stopping, work_done
 from ..machines import IN_PROCESS, MACHINES, bind, load, profiles, unbind
 from ..machines.base import EXPORT_NOTE, Stats, run_machine
 from ..machines.strategies import UNICODE_GAP_ENV
@@ -47,10 +49,8 @@ from ..oracles.findings import (
     summary_line,
     verdict,
 )
-from ..peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
 from ..reports import envelope
 from ..reports.progress import progress
-from ..sandbox import Sandbox
 from .common import (
     add_impl_arguments,
     add_quiet_argument,

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..gate.regressions import DEFAULT_DIR, export, file_stem
+from ..gate.scenarios import SCENARIOS_DIR, Scenario, discover, load_file
 from ..hosts import offline
 from ..hosts.cache import (
     DEFAULT_PI,
@@ -31,9 +33,7 @@ from ..hosts.cross import is_cross, run_cross
 from ..hosts.run import HostOutcome, HostSpec, run_scenario
 from ..hosts.script import is_host_scenario
 from ..oracles.findings import VIOLATION, Finding
-from ..regressions import DEFAULT_DIR, export, file_stem
 from ..reports.envelope import ImplInfo
-from ..scenarios import SCENARIOS_DIR, Scenario, discover, load_file
 from .common import (
     SetupError,
     add_quiet_argument,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..linearize import UNKNOWN
+from ..checker.linearize import UNKNOWN
+from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import summary_line
-from ..peers import PeerSpec, preflight
 from ..reports.progress import Progress, progress
-from ..writers import (
+from ..writers.engine import (
     ADVERSARIAL_TOPICS,
     SAVING,
     TOPICS,

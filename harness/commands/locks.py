@@ -1,7 +1,7 @@
 """``memconform locks``: the lock adversary matrix for one implementation.
 
 Each cell's verdict is judged by SPEC (S-LOCK-2/3/6/7); each cell that ends busy also gets the
-``unavailable`` column: how long (in lock-age time, ``harness.availability``) a fresh writer
+``unavailable`` column: how long (in lock-age time, ``harness.writers.availability``) a fresh writer
 of the same implementation stays refused.  A SPEC-conformant outage of 60 s or more is a
 hazard, shown by default, counted in the summary and exported as a replayable regression.
 """
@@ -13,9 +13,23 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..availability import hazard_for
-from ..interrupt import stopping, work_done
-from ..locks import (
+from ..drivers.interrupt import stopping, work_done
+from ..drivers.peers import PeerSpec, preflight
+from ..gate.profiles import ProfileError, default_profile
+from ..gate.regressions import export
+from ..oracles.findings import (
+    VIOLATION,
+    WEAKNESS,
+    Finding,
+    dedupe,
+    exit_code,
+    summary_line,
+    verdict,
+)
+from ..reports import envelope
+from ..reports.progress import Progress, progress
+from ..writers.availability import hazard_for
+from ..writers.locks import (
     MODES,
     CellResult,
     busy_clause,
@@ -27,20 +41,6 @@ from ..locks import (
     spec_seconds,
     two_reclaimers_race,
 )
-from ..oracles.findings import (
-    VIOLATION,
-    WEAKNESS,
-    Finding,
-    dedupe,
-    exit_code,
-    summary_line,
-    verdict,
-)
-from ..peers import PeerSpec, preflight
-from ..profiles import ProfileError, default_profile
-from ..regressions import export
-from ..reports import envelope
-from ..reports.progress import Progress, progress
 from .common import (
     add_impl_arguments,
     add_quiet_argument,

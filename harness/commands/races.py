@@ -13,9 +13,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..drivers.peers import PeerSpec, preflight
 from ..interleave.strategies import Step
 from ..oracles.findings import Finding, summary_line
-from ..peers import PeerSpec, preflight
 from .common import (
     SetupError,
     add_impl_arguments,

@@ -21,11 +21,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import deviations
-from ..peers import PeerSpec, preflight
+from ..drivers.peers import PeerSpec, preflight
+from ..gate import deviations
+from ..gate.runner import run_until_interrupted
+from ..gate.scenarios import Scenario, load_file
 from ..reports import scenarios as report
-from ..runner import run_until_interrupted
-from ..scenarios import Scenario, load_file
 from .common import (
     SetupError,
     add_impl_arguments,

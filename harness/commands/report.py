@@ -13,13 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import shards
+from ..drivers.validation import first_error
+from ..gate import shards
 from ..oracles.findings import exit_code
 from ..reports import html as html_report
 from ..reports import markdown as markdown_report
 from ..reports import merge
 from ..reports.envelope import SCHEMA_PATH
-from ..validation import first_error
 from .common import SetupError, wrote
 
 NAME = "report"

@@ -11,10 +11,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .oracles.spec import LOCK_NAME
+from ..gate.scenarios import Given, Step, content_bytes
+from ..oracles.spec import LOCK_NAME
 from .procs import dead_pid
 from .sandbox import Sandbox
-from .scenarios import Given, Step, content_bytes
 
 ROOTS = ("agent", "home")
 

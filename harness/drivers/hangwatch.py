@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from .oracles.findings import HAZARD, Finding
+from ..oracles.findings import HAZARD, Finding
 from .procs import blocked_in
 
 HANG_AFTER = 0.2

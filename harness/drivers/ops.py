@@ -1,4 +1,4 @@
-"""The op vocabulary of the peer protocol, read from ``schemas/ops.schema.json`` (issue 14 item 6).
+"""The op vocabulary of the peer protocol, read from ``ops.schema.json`` beside it (issue 14 item 6).
 
 One file names every op a driver may offer, with the JSON Schema of its ``args`` and of its
 answer's ``result``; the reference's ``serve``, the node drivers' ``hello`` lists and the
@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = Path(__file__).resolve().parent / "schemas"
+SCHEMAS = Path(__file__).resolve().parent
 OPS_SCHEMA = SCHEMAS / "ops.schema.json"
 PROTOCOL_SCHEMA = Path(__file__).resolve().parent / "protocol.schema.json"
 

@@ -1,6 +1,6 @@
 """The peers' own JS test suites, run against the reference through the facade (issue 18).
 
-The facade (``harness/peers/reference-core.mjs``) has openpi's ``memory-core.mjs`` API; each
+The facade (``harness/drivers/node/reference-core.mjs``) has openpi's ``memory-core.mjs`` API; each
 export is answered by a ``serve`` process. Two suites written by the peers' authors run
 against it unchanged:
 
@@ -14,7 +14,7 @@ A check that replaces a member of Node's ``fs`` or ``process`` (``fs.renameSync 
 process and never sees them, so such a check is *not applicable*. Which checks do that is
 read from the suite's source, never listed here. Nothing of the peers is kept in the repo.
 
-``python -m memconform.harness.peer_suites`` runs the suites the environment names
+``python -m memconform.harness.drivers.peer_suites`` runs the suites the environment names
 (MEMCONFORM_OPENCODE_TESTS, MEMCONFORM_PI_TESTS) and prints their tallies (``make peer-suites``).
 """
 
@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FACADE = Path(__file__).resolve().parent / "peers" / "reference-core.mjs"
+FACADE = Path(__file__).resolve().parent / "node" / "reference-core.mjs"
 OPENCODE_ENV = "MEMCONFORM_OPENCODE_TESTS"
 PI_ENV = "MEMCONFORM_PI_TESTS"
 TIMEOUT_S = 600.0

@@ -1,7 +1,7 @@
 """Peer drivers: start an implementation, speak JSON Lines to it, survive it misbehaving.
 
 A peer is named ``python`` (``python -m memconform.reference serve``), ``pi:<memory-core.mjs>`` or
-``opencode:<ocl-memory.mjs>`` (node drivers under ``harness/peers/``), or comes from
+``opencode:<ocl-memory.mjs>`` (node drivers under ``harness/drivers/node/``), or comes from
 ``MEMCONFORM_PI_CORE`` / ``MEMCONFORM_OPENCODE_PLUGIN``.  A driver that hangs is killed after
 the per-op timeout; junk on stdout, a wrong id or a crash become a ``DriverError`` with the
 driver's stderr attached, so a runner can report it and go on.
@@ -39,17 +39,18 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..oracles.outcome_kind import KIND_OPS
 from .hangwatch import wait_line
 from .interrupt import stopping
-from .oracles.outcome_kind import KIND_OPS
 from .procs import blocked_in
 from .sandbox import remove_temp, temp_dir
 from .validation import first_error
 
 if TYPE_CHECKING:
-    from .reports.envelope import ImplInfo
+    from ..reports.envelope import ImplInfo
 
-PEERS_DIR = Path(__file__).resolve().parent / "peers"
+# the node drivers (pi_core.mjs, opencode_plugin.mjs, the facade and their shared loop)
+PEERS_DIR = Path(__file__).resolve().parent / "node"
 SCHEMA_PATH = Path(__file__).resolve().parent / "protocol.schema.json"
 DEFAULT_TIMEOUT = 10.0
 # Ops that (re)load the implementation's code: not watched for hangs (a start under load
@@ -178,7 +179,7 @@ class Driver:
         env = dict(self.env)
         command = [*self.wrapper, *self.spec.command()]
         # the reference must import from this checkout even when cwd is a sandbox
-        root = str(PEERS_DIR.parent.parent)
+        root = str(PEERS_DIR.parents[2])
         if self.spec.kind == "python":
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         else:
@@ -450,7 +451,7 @@ def start_driver(
     wrapper: list[str] | None = None,
 ) -> Driver:
     """Start a driver; ``wrapper`` prefixes its command (e.g. ``strace …`` or ``setpriv …``).
-    None starts once the run is interrupted (``harness.interrupt``)."""
+    None starts once the run is interrupted (``harness.drivers.interrupt``)."""
     return Driver(spec, env, cwd, timeout, validate, list(wrapper or [])).start()
 
 
@@ -478,7 +479,7 @@ def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) ->
     at ``hello``.  Nothing else escapes for a peer problem.  Returns each implementation as
     it named itself (``unknown`` where it did not say).
     """
-    from .reports.envelope import ImplInfo
+    from ..reports.envelope import ImplInfo
     from .sandbox import Sandbox
 
     found: list[ImplInfo] = []

@@ -12,7 +12,7 @@ import errno as _errno
 
 from memconform.reference.clock import parse_instant
 
-from ..scenarios import DEFAULT_NOW
+from ..gate.scenarios import DEFAULT_NOW
 
 NOW = DEFAULT_NOW  # the fixed instant every faulted run pins its clock to
 NOW_MS = parse_instant(NOW)

@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..interrupt import stopping
+from ..drivers.interrupt import stopping
+from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from ..oracles.crash_judge import (
     CrashFinding,
     CrashVerdict,
@@ -33,8 +35,6 @@ from ..oracles.crash_judge import (
 )
 from ..oracles.findings import Finding
 from ..oracles.spec import TEMP_SUFFIX
-from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from . import ERRNOS, NOW
 from .cases import OpCase
 from .explorer import ROOT, Explorer, new_server, run_op

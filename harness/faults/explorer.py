@@ -19,6 +19,7 @@ from memconform.reference.clock import ControlledClock
 from memconform.reference.serve import Server
 from memconform.reference.store import Store
 
+from ..drivers.sandbox import SNAPSHOT_DIR
 from ..oracles.crash_judge import (
     SHARED_REL,
     CrashFinding,
@@ -31,7 +32,6 @@ from ..oracles.crash_judge import (
     lock_age_ms,
 )
 from ..oracles.spec import INITIAL_INDEX, TOMBSTONES
-from ..sandbox import SNAPSHOT_DIR
 from . import MODELS, NOW_MS
 from .cases import HANDOFF_OLD, MESSAGES, SHARED_CFG, OpCase, entry, topic_text
 from .doubles import Call

@@ -20,8 +20,8 @@ from typing import Any
 from memconform.reference.errors import NodeError
 from memconform.reference.fs import Fs
 
+from ..drivers.sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
 from ..oracles.crash_judge import State, is_lock, is_temp
-from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
 from .doubles import WRITE_FLAGS, Call
 
 # An effect is a tuple whose first item names it:

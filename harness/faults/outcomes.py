@@ -1,7 +1,7 @@
 """What a fault campaign tells its user: outages measured, findings, and their regressions.
 
 A kill or an injected error can leave a lock behind; ``measure_outage`` measures how long a
-fresh writer of the same implementation is refused (``harness.availability``, in lock-age
+fresh writer of the same implementation is refused (``harness.writers.availability``, in lock-age
 time), then lets that much time pass for the lock so recovery continues — the figure is
 reported, never hidden.  ``scenario_for`` turns a point of a campaign into a replayable
 scenario: the store before and the op under the same ``regression.inject`` strace fault when
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..availability import CAP, LockState, hazard_for, measure, store_locks
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET, Sandbox, snapshot
+from ..gate.regressions import content
 from ..oracles.crash_judge import STORE_DIRS, State, is_lock, is_temp
 from ..oracles.findings import Finding
 from ..oracles.spec import LOCK_PID
-from ..peers import PeerSpec
-from ..regressions import content
-from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET, Sandbox, snapshot
+from ..writers.availability import CAP, LockState, hazard_for, measure, store_locks
 from . import NOW, NOW_MS
 from .cases import OpCase
 from .strace import Traced, rel, stable_python_env

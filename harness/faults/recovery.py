@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles.crash_judge import (
     STORE_DIRS,
     CrashFinding,
@@ -32,8 +34,6 @@ from ..oracles.crash_judge import (
 )
 from ..oracles.grammar import parse
 from ..oracles.spec import INDEX_NAME
-from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox, snapshot
 from . import NOW_MS
 from .cases import OpCase
 from .outcomes import restore

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from ..oracles.crash_judge import State
 from ..oracles.spec import TEMP_SUFFIX
-from ..peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox, remove_temp, snapshot, temp_dir
 from . import NOW, NOW_MS
 from .memfs import Effect, MemFs, Tree
 from .strace import STRACE, stable_python_env

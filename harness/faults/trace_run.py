@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..drivers.peers import PeerSpec
+from ..gate.regressions import export
 from ..oracles.crash_judge import CrashFinding
 from ..oracles.findings import Finding
-from ..peers import PeerSpec
-from ..regressions import export
 from ..reports.progress import progress
 from .cases import OpCase
 from .outcomes import CLOCK, given_of

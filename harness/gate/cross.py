@@ -21,14 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import actions
-from .oracles import coexist, lock_leftover
-from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
-from .oracles.findings import HAZARD, Finding
-from .oracles.shared_checks import carry_placeholders
-from .peers import Driver, DriverError, PeerSpec, start_driver
+from ..drivers import actions
+from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox, snapshot
+from ..oracles import coexist, lock_leftover
+from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from ..oracles.findings import HAZARD, Finding
+from ..oracles.shared_checks import carry_placeholders
 from .runner import Outcome
-from .sandbox import Sandbox, snapshot
 from .scenarios import SCENARIOS_DIR, Ignore, Scenario, discover, iso_instant
 
 CROSS_DIR = SCENARIOS_DIR / "cross"

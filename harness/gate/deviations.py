@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .oracles.expect import Failure
+from ..oracles.expect import Failure
 from .scenarios import SCENARIOS_DIR, ScenarioError
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def expected_failure(devs: list[Deviation], impl: str, version: str, scenario_id
 
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
-_SANDBOX = re.compile(r"/[^\s()'\"]*?/memconform-[^/\s()'\"]+")  # a run's temporary root (harness.sandbox)
+_SANDBOX = re.compile(r"/[^\s()'\"]*?/memconform-[^/\s()'\"]+")  # a run's temporary root (harness.drivers.sandbox)
 _KIND_END = re.compile(r": | at | \(|;")
 
 

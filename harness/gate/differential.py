@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .oracles.expect import Failure, first_difference, normalise_answer, normalise_files, show
-from .peers import PeerSpec
+from ..drivers.peers import PeerSpec
+from ..oracles.expect import Failure, first_difference, normalise_answer, normalise_files, show
 from .runner import Outcome, Worker
 from .scenarios import Scenario
 

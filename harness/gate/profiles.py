@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .peers import PeerSpec, start_driver
+from ..drivers.peers import PeerSpec, start_driver
 from .scenarios import PROFILES, Scenario
 
 BY_KIND = {"python": "openpi", "pi": "openpi", "opencode": "shared-store"}
@@ -52,7 +52,7 @@ def declared(hello: Mapping[str, Any], among: Collection[str] = PROFILES) -> str
 
 
 def _hello(spec: PeerSpec, timeout: float) -> Mapping[str, Any]:
-    from .sandbox import Sandbox
+    from ..drivers.sandbox import Sandbox
 
     sandbox = Sandbox.create()
     try:

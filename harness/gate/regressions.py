@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .oracles.findings import Finding
+from ..oracles.findings import Finding
 from .scenarios import SCENARIOS_DIR, ScenarioError, load_file
 
 INSTALLED_DIR = Path("memconform-regressions")

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from . import actions, hangwatch
-from .interrupt import stopping, work_done
-from .oracles import hazards, lock_leftover
-from .oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
-from .oracles.findings import Finding
-from .oracles.shared_checks import carry_placeholders
-from .peers import Answer, Driver, DriverError, PeerSpec, start_driver
-from .sandbox import Sandbox, snapshot
+from ..drivers import actions, hangwatch
+from ..drivers.interrupt import stopping, work_done
+from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox, snapshot
+from ..oracles import hazards, lock_leftover
+from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from ..oracles.findings import Finding
+from ..oracles.shared_checks import carry_placeholders
 from .scenarios import Scenario, iso_instant
 
 __all__ = ["Outcome", "Worker", "run_all", "run_until_interrupted"]
@@ -49,13 +49,13 @@ class Outcome:
 
 
 def _strace_unavailable() -> str | None:
-    from .faults.strace import strace_unavailable
+    from ..faults.strace import strace_unavailable
 
     return strace_unavailable()
 
 
 def _strace_wrapper(sc: Scenario, root: str) -> list[str]:
-    from .faults.strace import scenario_wrapper
+    from ..faults.strace import scenario_wrapper
 
     return scenario_wrapper(list(sc.faults), root)
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .validation import first_error
+from ..drivers.validation import first_error
 
 # The corpus is package data of the one namespace: memconform/scenarios in a wheel, the
 # repository's scenarios/ (linked from memconform/) in a clone.

@@ -4,7 +4,7 @@
 (``memconform.scenarios``, read through ``importlib.resources`` from any working directory);
 ``--only-scenarios`` drops the built-in corpus, so only the named folders run.  An id in two
 folders is an error, as within one folder.  ``--run``/``--skip`` globs apply to the union, then
-``--shard K/N`` keeps one balanced part of what is left (``harness.shards``).
+``--shard K/N`` keeps one balanced part of what is left (``harness.gate.shards``).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def parse(text: str) -> tuple[int, int]:
 def load_costs(path: Path | None = None) -> dict[str, float]:
     """Recorded seconds per scenario id (empty when the file is absent)."""
     if path is None:
-        source = resources.files("memconform") / "harness" / COSTS_FILE
+        source = resources.files("memconform") / "harness" / "gate" / COSTS_FILE
         if not source.is_file():
             return {}
         text = source.read_text(encoding="utf-8")

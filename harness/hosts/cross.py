@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 
-from ..actions import place_given
-from ..cross import store_files
+from ..drivers.actions import place_given
+from ..drivers.sandbox import Sandbox
+from ..gate.cross import store_files
+from ..gate.scenarios import Scenario
 from ..oracles import coexist
 from ..oracles.findings import HAZARD, VIOLATION, Finding
-from ..sandbox import Sandbox
-from ..scenarios import Scenario
 from .fake_model import FakeModel
 from .opencode import OpenCodeSession
 from .pi import HostError, PiSession

@@ -22,9 +22,9 @@ from memconform.reference.session import Session
 from memconform.reference.store import Store
 from memconform.reference.tools import TOOLS, execute_tool
 
-from ..actions import perform, place_given
-from ..sandbox import Sandbox, snapshot
-from ..scenarios import Scenario, Step
+from ..drivers.actions import perform, place_given
+from ..drivers.sandbox import Sandbox, snapshot
+from ..gate.scenarios import Scenario, Step
 from .script import COMPACT, END, FILE_ACTIONS, NEW_SESSION, PROMPT, SESSION, Action, HostScript
 
 

@@ -30,10 +30,10 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
+from ..drivers.sandbox import Sandbox
+from ..gate.scenarios import Scenario
 from ..machines.base import CONFIG, Machine, guarded, note
 from ..oracles.findings import VIOLATION, Finding
-from ..sandbox import Sandbox
-from ..scenarios import Scenario
 from .expected import expected
 from .judge import judge
 from .judge_opencode import judge_opencode

@@ -81,7 +81,7 @@ class PiSession:
             "XDG_CACHE_HOME": str(self.home / ".cache"), "XDG_STATE_HOME": str(self.home / ".local/state"),
             "OCL_SHARED_MEMORY_HOME": str(self.home), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
         }
-        # the example extension's facade serves the store with this python (harness/peers)
+        # the example extension's facade serves the store with this python (harness/drivers/node)
         env["MEMCONFORM_PYTHON"] = os.environ.get("MEMCONFORM_PYTHON") or sys.executable
         if "PYTHONPATH" in os.environ:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]

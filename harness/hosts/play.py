@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..actions import perform
-from ..sandbox import Sandbox
-from ..scenarios import Step
+from ..drivers.actions import perform
+from ..drivers.sandbox import Sandbox
+from ..gate.scenarios import Step
 from .fake_model import FakeModel, Request
 from .judge import Observed, PromptSeen
 from .opencode import OpenCodeSession

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..actions import place_given
+from ..drivers.actions import place_given
+from ..drivers.sandbox import Sandbox
+from ..gate.scenarios import Scenario
 from ..oracles.findings import HAZARD, VIOLATION, Finding
-from ..sandbox import Sandbox
-from ..scenarios import Scenario
 from .expected import expected
 from .judge import Observed, judge
 from .judge_opencode import judge_opencode

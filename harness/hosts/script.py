@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..scenarios import FILE_ACTIONS as SANDBOX_ACTIONS
-from ..scenarios import Scenario
+from ..gate.scenarios import FILE_ACTIONS as SANDBOX_ACTIONS
+from ..gate.scenarios import Scenario
 from .fake_model import Turn
 
 HOST_KINDS = ("pi-host", "opencode-host")

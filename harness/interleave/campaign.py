@@ -27,8 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..drivers.peers import ENV_OPENCODE, ENV_PI, PeerSpec, preflight
 from ..oracles.findings import Finding
-from ..peers import ENV_OPENCODE, ENV_PI, PeerSpec, preflight
 from ..reports.progress import progress
 from . import export as nx
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..checker.linearize import UNKNOWN
 from ..commands.common import SetupError, conclude, export_dir, new_report
-from ..linearize import UNKNOWN
+from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import summary_line
-from ..peers import PeerSpec, preflight
-from ..writers import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
+from ..writers.engine import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
 from .nemesis import Schedule, ScheduleError, make_schedule
 from .run import NemesisResult, NemesisUnavailable, run_nemesis
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..history import Event, History, Op
-from ..linearize import LinearizabilityVerdict
+from ..checker.history import Event, History, Op
+from ..checker.linearize import LinearizabilityVerdict
+from ..gate.regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
+from ..gate.regressions import file_stem
 from ..oracles.findings import Finding
-from ..regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
-from ..regressions import file_stem
 
 if TYPE_CHECKING:  # the fault machinery loads only when a nemesis run is replayed
-    from ..peers import PeerSpec
+    from ..drivers.peers import PeerSpec
 
 SUFFIX = ".nemesis.jsonl"
 DEFAULT_DIR = SCENARIO_REGRESSIONS / "nemesis"

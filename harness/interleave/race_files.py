@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..drivers.peers import PeerSpec
+from ..gate.regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
+from ..gate.regressions import file_stem
 from ..oracles.findings import Finding
-from ..peers import PeerSpec
-from ..regressions import DEFAULT_DIR as SCENARIO_REGRESSIONS
-from ..regressions import file_stem
 from . import slot
 from .scheduler import RunResult, Situation
 from .strategies import Step, switches

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..drivers.peers import PeerSpec
 from ..oracles.findings import Finding
-from ..peers import PeerSpec
 from .scheduler import DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
     KILL,

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.common import SetupError, conclude, new_report
+from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import Finding
-from ..peers import PeerSpec, preflight
 from . import export as nx
 from . import race_files as rf
 from . import slot

@@ -25,19 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..checker.history import History
+from ..checker.linearize import LinearizabilityVerdict
+from ..checker.store_model import check
+from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
+from ..drivers.procs import dead_pid
+from ..drivers.sandbox import Sandbox
 from ..faults.strace import strace_unavailable
-from ..history import History
-from ..linearize import LinearizabilityVerdict
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.grammar import to_slug
 from ..oracles.invariants import Violation
-from ..peers import Driver, DriverError, PeerSpec, start_driver
-from ..procs import dead_pid
-from ..sandbox import Sandbox
-from ..store_checker import check
-from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
+from ..writers.engine import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
 from . import nemesis as nm
 from .settle import describe_lock, lock_spans, settled_violations
 from .slot import Slot, store_dir
@@ -557,7 +557,7 @@ def run_nemesis(
                                sorted(eng.outcomes, key=lambda o: int(o["id"])), dict(spec_dirs), left,
                                spans, eng.trace_locks, eng.leftovers)
         return result
-    except KeyboardInterrupt:  # Ctrl-C (harness.interrupt has killed every driver): what ran, judged
+    except KeyboardInterrupt:  # Ctrl-C (harness.drivers.interrupt has killed every driver): what ran, judged
         return _interrupted(eng, time.monotonic() - t0, settle_limit, wall_minus_mono)
     finally:
         eng.stop.set()

@@ -48,15 +48,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..history import Event, History
-from ..linearize import LinearizabilityVerdict
+from ..checker.history import Event, History
+from ..checker.linearize import LinearizabilityVerdict
+from ..checker.store_model import check
+from ..drivers.peers import DriverError, PeerSpec
+from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.grammar import to_slug
-from ..peers import DriverError, PeerSpec
-from ..sandbox import Sandbox
-from ..store_checker import check
-from ..writers import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
+from ..writers.engine import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
 from . import nemesis as nm
 from .run import NemesisResult, _Engine
 from .scheduler import DEAD_PID, KILLED, RaceOp, _advance, _call, _iso, _start, _Writer, spans

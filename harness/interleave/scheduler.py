@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
-from ..peers import Driver, DriverError, PeerSpec, start_driver
-from ..sandbox import Sandbox
-from ..writers import _classify, disk_view, prepare_shared
+from ..writers.engine import _classify, disk_view, prepare_shared
 from .run import ENV_EXEC, HARDENED_ENV
 from .strategies import DONE, KILL, Step, Strategy
 from .tracer import Event, Traced

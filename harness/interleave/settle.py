@@ -1,5 +1,6 @@
 """The settled store, judged: the lock timeline, the lock left behind, the invariants a
-nemesis run may still demand (issue 13).  Split from ``run`` (the engine)."""
+nemesis run may still demand (issue 13; the invariants themselves are
+``oracles.settled``).  Split from ``run`` (the engine)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..oracles import interop_checks as checks
-from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
-from ..oracles.spec import TEMP_NAME
+from ..oracles.settled import settled_violations
 from . import nemesis as nm
 from .slot import Slot
 
@@ -63,23 +63,4 @@ def describe_lock(directory: Path, slots: list[Slot]) -> str:
     return f"held pid {pid} of {owner}, {age:.1f} s old"
 
 
-def settled_violations(root: Path, killed: set[int], families: set[str]) -> list[Violation]:
-    """S-INV checks, minus what S-INV-8 allows after a kill: a killed writer's temporaries,
-    indexed-and-tombstoned entries, and a leftover lock once any crash-like fault ran."""
-    crashy = bool(families & {"kill", "errno", "stale-lock", "foreign-lock"})
-    out = []
-    for v in check_sandbox(root, ALL_CHECKS):
-        m = nm_tmp_pid(v.path)
-        if v.message == "temporary file left behind" and m is not None and m in killed:
-            continue
-        if v.message == "lock file left behind" and crashy:
-            continue
-        if v.clause == "S-INV-7" and "kill" in families:
-            continue
-        out.append(v)
-    return out
-
-
-def nm_tmp_pid(path: str) -> int | None:
-    m = TEMP_NAME.search(path)
-    return int(m.group(1)) if m else None
+__all__ = ["describe_lock", "lock_spans", "settled_violations"]

@@ -8,9 +8,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..peers import Driver, PeerSpec, PeerUnavailable
-from ..sandbox import Sandbox
-from ..writers import WriterStats
+from ..drivers.peers import Driver, PeerSpec, PeerUnavailable
+from ..drivers.sandbox import Sandbox
+from ..writers.engine import WriterStats
 
 
 def store_dir(spec: PeerSpec, sandbox: Sandbox, shared: bool) -> Path:

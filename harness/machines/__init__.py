@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from ..hosts.script import HOST_KINDS
 
 if TYPE_CHECKING:
+    from ..drivers.peers import PeerSpec
     from ..hosts.run import HostSpec
-    from ..peers import PeerSpec
     from .base import Machine
 
 MACHINES: dict[str, str] = {

@@ -27,7 +27,7 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
-from ..interrupt import stopping
+from ..drivers.interrupt import stopping
 from . import export, profiles
 
 EXPORT_ENV = "MEMCONFORM_EXPORT_DIR"

@@ -5,7 +5,7 @@ of hours across processes and hosts this module exposes the same machines as pyt
 ``RuleBasedStateMachine.TestCase`` classes, so HypoFuzz (``hypothesis fuzz``: adaptive,
 multi-process, a dashboard) or plain pytest can run them::
 
-    MEMCONFORM_IMPL=pi:/path/memory-core.mjs hypothesis fuzz -n 2 -- --pyargs memconform.harness.campaign
+    MEMCONFORM_IMPL=pi:/path/memory-core.mjs hypothesis fuzz -n 2 -- --pyargs memconform.harness.machines.campaign
 
 ``MEMCONFORM_IMPL`` names the implementation (as ``--impl``; default ``python``); machines
 that cannot drive it are skipped with ``bind``'s one-line reason.  ``MEMCONFORM_HYPOTHESIS_DB``
@@ -28,10 +28,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from .machines import MACHINES, bind, load, profiles
-from .machines.base import CONFIG
-from .peers import PeerSpec, preflight, start_driver
-from .sandbox import Sandbox
+from ..drivers.peers import PeerSpec, preflight, start_driver
+from ..drivers.sandbox import Sandbox
+from . import MACHINES, bind, load, profiles
+from .base import CONFIG
 
 IMPL_ENV = "MEMCONFORM_IMPL"
 DB_ENV = "MEMCONFORM_HYPOTHESIS_DB"

@@ -23,12 +23,12 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
+from ..drivers.peers import Answer, Driver, PeerSpec, configured_peers, start_driver
+from ..drivers.sandbox import Sandbox, snapshot
+from ..gate.regressions import content
+from ..gate.scenarios import DEFAULT_NOW_MS
 from ..oracles.expect import normalise_files
 from ..oracles.grammar import parse
-from ..peers import Answer, Driver, PeerSpec, configured_peers, start_driver
-from ..regressions import content
-from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import CONFIG, Machine, assert_same_files, guarded
 

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import regressions
-from ..regressions import content
-from ..scenarios import DEFAULT_NOW
+from ..gate import regressions
+from ..gate.regressions import content
+from ..gate.scenarios import DEFAULT_NOW
 
 
 class Recorder:

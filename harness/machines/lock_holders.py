@@ -41,8 +41,8 @@ from memconform.reference.fs import Fs
 from memconform.reference.lock import HARD_STALE_MS, STALE_MS, release, try_acquire
 from memconform.reference.text import parse_int, trim
 
-from ..peers import PeerSpec
-from ..sandbox import Sandbox
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import Sandbox
 from .base import Machine, guarded, note
 
 START_MS = 1_780_000_000_000

@@ -33,6 +33,7 @@ from typing import ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
+from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight
 from ..faults.strace import strace_unavailable
 from ..interleave import race_files
 from ..interleave.races import CLAUSES, SITUATIONS, situation, target
@@ -40,7 +41,6 @@ from ..interleave.run import HARDENED_ENV
 from ..interleave.scheduler import DriverPool, RunResult, run_schedule
 from ..interleave.strategies import Choices, switches
 from ..oracles.findings import VIOLATION, Finding
-from ..peers import DriverError, PeerSpec, PeerUnavailable, preflight
 from .base import Machine, _is_final_run, export_dir, guarded
 
 NEEDED_OPS = frozenset({"write_memory", "remove_memory", "pin_memory", "set_clock"})

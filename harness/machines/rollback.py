@@ -42,12 +42,12 @@ from memconform.reference.index import INITIAL_MEMORY
 from memconform.reference.store import Store
 from memconform.reference.text import decode_utf8, encode_utf8
 
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import Sandbox, snapshot
 from ..faults.doubles import Call, FaultFs
+from ..gate.regressions import content
+from ..gate.scenarios import DEFAULT_NOW_MS
 from ..oracles.invariants import check_store
-from ..peers import PeerSpec
-from ..regressions import content
-from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import Machine, guarded
 

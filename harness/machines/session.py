@@ -40,13 +40,13 @@ from memconform.reference.session import (
 )
 from memconform.reference.store import Store
 
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import Sandbox, snapshot
+from ..gate.scenarios import DEFAULT_NOW_MS
 from ..hosts.run import HostSpec
 from ..hosts.script import HOST_KINDS
 from ..oracles.shadow import stamp
 from ..oracles.spec import INITIAL_INDEX
-from ..peers import PeerSpec
-from ..sandbox import Sandbox, snapshot
-from ..scenarios import DEFAULT_NOW_MS
 from .base import Machine, guarded
 
 NOW_MS = DEFAULT_NOW_MS

@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
+from ..drivers.peers import PeerSpec
+from ..gate.scenarios import DEFAULT_NOW_MS
 from ..oracles import grammar, outcome_kind
 from ..oracles.spec import INDEX_NAME, LOCK_NAME, TEMP_NAME, TOMBSTONES
-from ..peers import PeerSpec
-from ..scenarios import DEFAULT_NOW_MS
 from . import targets
 from .base import Machine, guarded
 

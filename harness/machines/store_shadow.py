@@ -33,14 +33,14 @@ from hypothesis.stateful import initialize, invariant, rule
 from memconform.reference.store import Store
 from memconform.reference.text import trim
 
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import snapshot
+from ..gate.regressions import content
+from ..gate.scenarios import DEFAULT_NOW_MS
 from ..oracles import kind_model
 from ..oracles.grammar import first_date, parse
 from ..oracles.invariants import check_store
 from ..oracles.shadow import Dir, Shadow, Topic, Uncovered, dir_from_files
-from ..peers import PeerSpec
-from ..regressions import content
-from ..sandbox import snapshot
-from ..scenarios import DEFAULT_NOW_MS
 from . import strategies as S
 from .base import Machine, assert_same_files, guarded
 from .targets import Target, opener

@@ -26,8 +26,8 @@ from memconform.reference.jsjson import to_js_json
 from memconform.reference.serve import Server
 from memconform.reference.store import Store
 
-from ..peers import Answer, Driver, PeerSpec, start_driver
-from ..sandbox import Sandbox
+from ..drivers.peers import Answer, Driver, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox
 
 
 class Target(Protocol):

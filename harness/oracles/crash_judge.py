@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
+from ..drivers.sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET
 from .findings import Finding
 from .grammar import parse
 from .spec import FRONTMATTER_KEYS, INDEX_NAME, LOCK_NAME, LOCK_PID, SENTINEL, TEMP_NAME, TOMBSTONES

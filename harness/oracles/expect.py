@@ -1,7 +1,7 @@
 """Expectation comparison: an answer against a step's ``expect``, a sandbox against ``then``,
 and the normalisation that makes two implementations' sandboxes comparable.
 
-Pure comparisons on typed scenario values (``harness.scenarios``); the only I/O is reading the
+Pure comparisons on typed scenario values (``harness.gate.scenarios``); the only I/O is reading the
 sandbox a ``then`` names (modes, invariants).  Written from SPEC.md like every oracle: the
 configuration is compared by value with this wing's own JSONC stripping, never the reference's.
 """
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..sandbox import SNAPSHOT_DIR
-from ..scenarios import Expect, Then, content_bytes
+from ..drivers.sandbox import SNAPSHOT_DIR
+from ..gate.scenarios import Expect, Then, content_bytes
 from .grammar import strip_jsonc
 from .invariants import CHECKS, DEFAULT_CHECKS, check_sandbox
 from .shared_checks import outcome_failures, store_failures
@@ -27,7 +27,7 @@ from .spec import LOCK_NAME, TEMP_SUFFIX
 
 
 class Reply(Protocol):
-    """A driver's answer as the comparison sees it (``harness.peers.Answer``)."""
+    """A driver's answer as the comparison sees it (``harness.drivers.peers.Answer``)."""
 
     ok: bool
     result: Any

@@ -48,7 +48,7 @@ _CREATED = (
 
 
 class OpLike(Protocol):
-    """An op of ``harness.history`` (kept structural: an oracle needs only these fields)."""
+    """An op of ``harness.checker.history`` (kept structural: an oracle needs only these fields)."""
 
     process: str
     op: str

@@ -8,7 +8,7 @@ English sentence one tool prints.  Two ways to know it:
   (protocol.schema.json): ``ok`` with what it did (:data:`DETAILS`), ``refused`` with a reason
   class, ``busy``, ``not-found``, ``error``.  The harness judges that kind and never reads the
   text, so a third implementation words its results as it likes.  Declaring kinds and then
-  leaving one out is a protocol violation the driver answers for (``harness.peers``), never a
+  leaving one out is a protocol violation the driver answers for (``harness.drivers.peers``), never a
   guess from the text.
 - **Text tables**, for drivers that do not declare (the two JS peers, whose texts we know).
   Each tool family gets its own table, written from SPEC.md: openpi-memory and the reference
@@ -44,7 +44,7 @@ BUSY_TEXT = "Error: memory store is busy (another tool or process holds the lock
 NO_INDEX_TEXT = "No memory index found."
 
 # Families as drivers name themselves in ``hello`` (``impl``); a trailing ``?`` (a name the
-# tool itself does not confirm, harness/peers/protocol.mjs) is ignored.
+# tool itself does not confirm, harness/drivers/node/protocol.mjs) is ignored.
 OPENPI = "openpi"
 OPENCODE = "opencode"
 FAMILIES: Mapping[str, str] = {
@@ -90,7 +90,7 @@ TABLES: Mapping[str, Table] = {OPENPI: _OPENPI, OPENCODE: _OPENCODE}
 
 
 class Reply(Protocol):
-    """A driver's answer as the classifier sees it (``harness.peers.Answer``; its ``outcome``
+    """A driver's answer as the classifier sees it (``harness.drivers.peers.Answer``; its ``outcome``
     and ``kinds_declared`` are read when present)."""
 
     ok: bool

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scenarios import Content, content_bytes
+from ..gate.scenarios import Content, content_bytes
 from . import outcome_kind, store_norm
 
 Row = tuple[str, str, str, str]

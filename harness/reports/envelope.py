@@ -2,7 +2,7 @@
 
 A CI job reads ``verdict`` and ``summary`` without knowing which command ran; ``findings`` are
 ``harness.oracles.findings.Finding`` values; ``stats`` holds the command's own figures
-(scenarios run, ops, states, states per second …).  ``schemas/report.schema.json`` is the
+(scenarios run, ops, states, states per second …).  ``report.schema.json`` (beside this module) is the
 contract, shipped with the package.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 from ..oracles.findings import Finding, summary
 
 # package data of the one namespace, found from any working directory (as the corpus is)
-SCHEMA_PATH = Path(str(resources.files("memconform") / "harness" / "schemas" / "report.schema.json"))
+SCHEMA_PATH = Path(str(resources.files("memconform") / "harness" / "reports" / "report.schema.json"))
 
 
 def tool_version() -> str:

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..gate.runner import Outcome
 from ..oracles.findings import DEVIATION, HAZARD, VIOLATION, Finding, summary_line
-from ..runner import Outcome
 
 LABEL = {
     "pass": "PASS ", "fail": "FAIL ", "error": "ERROR", "xfail": "XFAIL", "xpass": "XPASS",

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .oracles import lock_leftover
-from .oracles.findings import HAZARD, WEAKNESS, Finding
-from .oracles.kind_model import BUSY, answer_kind
-from .peers import Driver, DriverError, PeerSpec, start_driver
-from .sandbox import Sandbox
+from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
+from ..drivers.sandbox import Sandbox
+from ..oracles import lock_leftover
+from ..oracles.findings import HAZARD, WEAKNESS, Finding
+from ..oracles.kind_model import BUSY, answer_kind
 
 STEPS = (0, 5, 11, 30, 59, 61, 120, 600, 3600)
 """Lock ages (s) at which the fresh writer tries: around the 10 s and 60 s thresholds of

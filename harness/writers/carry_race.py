@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .oracles import interop_checks
-from .oracles.findings import VIOLATION, Finding
-from .sandbox import Sandbox
+from ..drivers.sandbox import Sandbox
+from ..oracles import interop_checks
+from ..oracles.findings import VIOLATION, Finding
 
 LOCAL_TOPICS = ("Kilo Local", "Lima Local", "Mike Local")
 LOCALS = ("agent/memory/", "home/.config/opencode/memory/")

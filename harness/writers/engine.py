@@ -4,7 +4,7 @@ Every writer is a driver process (``python -m memconform.reference serve`` or a 
 reference and the JS peers write the same store through the same protocol.  Each writer runs
 an op script; every op is recorded in one ``History``; afterwards the store is checked for
 invariants, lost and duplicated updates, and linearizability against the kind model
-(``store_checker``).  A write counts as kept only when its token is reachable through the
+(``checker.store_model``).  A write counts as kept only when its token is reachable through the
 index (``oracles.interop_checks``, issue 13): a token in an unindexed file is lost.
 """
 
@@ -21,17 +21,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..checker.history import History, Op
+from ..checker.linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
+from ..checker.store_model import check
+from ..drivers.interrupt import stopping, work_done
+from ..drivers.peers import Driver, DriverError, PeerSpec, PeerUnavailable, start_driver
+from ..drivers.sandbox import Sandbox
+from ..oracles import interop_checks, kind_model
+from ..oracles.findings import HAZARD, VIOLATION, Finding
+from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from ..oracles.settled import settled_violations
+from ..oracles.spec import INDEX_NAME
 from . import carry_race
-from .history import History, Op
-from .interrupt import stopping, work_done
-from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
-from .oracles import interop_checks, kind_model
-from .oracles.findings import HAZARD, VIOLATION, Finding
-from .oracles.invariants import ALL_CHECKS, Violation, check_sandbox
-from .oracles.spec import INDEX_NAME
-from .peers import Driver, DriverError, PeerSpec, PeerUnavailable, start_driver
-from .sandbox import Sandbox
-from .store_checker import check
 
 Script = list[tuple[str, dict[str, Any]]]
 TOPICS = ("Alpha Notes", "Bravo Config", "Charlie Host", "Delta Keys", "Echo Paths", "Foxtrot Env")
@@ -136,7 +137,7 @@ def run_writers(
 ) -> WritersRun:
     """Start one driver per script (peers round-robin), release them together, record all.
 
-    Ctrl-C (``harness.interrupt`` kills the drivers) stops the writers; what they finished
+    Ctrl-C (``harness.drivers.interrupt`` kills the drivers) stops the writers; what they finished
     is returned, marked ``interrupted``, for the checks to judge (issue 22 item 4).  A
     driver killed by the stop is no finding."""
     history = History()
@@ -307,8 +308,6 @@ def _violations(sandbox: Sandbox, run: WritersRun) -> list[Violation]:
     and tombstoned), as after the nemesis's kills."""
     if not run.interrupted:
         return check_sandbox(sandbox.root, ALL_CHECKS)
-    from .interleave.settle import settled_violations
-
     return settled_violations(Path(sandbox.root), run.pids, {"kill"})
 
 

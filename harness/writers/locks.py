@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..drivers.interrupt import stopping
+from ..drivers.peers import DriverError, PeerSpec, start_driver
+from ..drivers.procs import dead_pid
+from ..drivers.sandbox import Sandbox
+from ..oracles import lock_leftover
+from ..oracles.findings import Finding
+from ..oracles.kind_model import BUSY, answer_kind
+from ..oracles.spec import LOCK_NAME
 from .availability import LockState, measure
-from .interrupt import stopping
-from .oracles import lock_leftover
-from .oracles.findings import Finding
-from .oracles.kind_model import BUSY, answer_kind
-from .oracles.spec import LOCK_NAME
-from .peers import DriverError, PeerSpec, start_driver
-from .procs import dead_pid
-from .sandbox import Sandbox
-from .writers import prepare_shared
+from .engine import prepare_shared
 
 NOBODY = 65534
 REPLAY_SLACK_S = {"local": 2.5, "shared": 1.0}
@@ -416,7 +416,7 @@ def two_reclaimers_race(directory: Path) -> RaceResult:
     from memconform.reference.fs import Fs
     from memconform.reference.lock import try_acquire
 
-    from .faults.doubles import FaultFs
+    from ..faults.doubles import FaultFs
 
     reached, go = threading.Event(), threading.Event()
 

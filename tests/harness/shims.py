@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import load_file
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import load_file
 
 PYTHON = PeerSpec("python")
 
@@ -39,7 +39,7 @@ def failures(path: Path, spec: PeerSpec = PYTHON) -> list[str]:
 
 def cross_failures(path: Path, a: PeerSpec = PYTHON, b: PeerSpec = PYTHON) -> list[str]:
     """The rendered failures of one cross sequence on the pair ``a``/``b``."""
-    from memconform.harness.cross import CrossWorker, Pair
+    from memconform.harness.gate.cross import CrossWorker, Pair
 
     outcome = CrossWorker(Pair(a, b)).run(load_file(path))
     assert outcome.status in ("pass", "fail"), (outcome.status, outcome.reason)

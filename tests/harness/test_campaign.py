@@ -1,5 +1,5 @@
 """The machines as collected Hypothesis tests for HypoFuzz (issue 16 item 7): pytest collects
-one test per machine from ``memconform.harness.campaign``, refuses the self-differential on the
+one test per machine from ``memconform.harness.machines.campaign``, refuses the self-differential on the
 reference with a reason, and runs a machine against the shared example database named by
 ``MEMCONFORM_HYPOTHESIS_DB`` (here a directory), in a process of its own."""
 
@@ -18,7 +18,7 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env |= {"MEMCONFORM_HYPOTHESIS_DB": str(tmp_path / "db"), "MEMCONFORM_EXPORT_DIR": str(tmp_path / "exp"),
             "MEMCONFORM_CAMPAIGN_EXAMPLES": "1", "MEMCONFORM_IMPL": "python"}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-rs", "--pyargs", "memconform.harness.campaign", *args],
+                           "-rs", "--pyargs", "memconform.harness.machines.campaign", *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from memconform.harness.deviations import load as load_deviations
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import SCENARIOS_DIR, discover
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.deviations import load as load_deviations
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, discover
 from tests.clause_coverage import must_clauses
 
 CORPUS = discover()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memconform.harness.cli import main
+from memconform.harness.drivers.sandbox import SNAPSHOT_DIR, Sandbox, snapshot
 from memconform.harness.faults import NOW_MS
 from memconform.harness.faults.campaigns import fault_case
 from memconform.harness.faults.cases import CASES
@@ -28,7 +29,6 @@ from memconform.harness.oracles.crash_judge import (
     judge_fault,
     published_versions,
 )
-from memconform.harness.sandbox import SNAPSHOT_DIR, Sandbox, snapshot
 from memconform.reference.clock import ControlledClock
 from memconform.reference.errors import NodeError
 from memconform.reference.serve import Server

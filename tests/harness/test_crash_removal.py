@@ -25,7 +25,7 @@ REMOVE = Intent("remove", removes=frozenset({"a.md"}))
 
 
 def _states(index_after: bytes, tombstones: bytes | None) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    from memconform.harness.sandbox import SNAPSHOT_DIR
+    from memconform.harness.drivers.sandbox import SNAPSHOT_DIR
 
     base = {S: SNAPSHOT_DIR, f"{S}/a.md": b"a\n", f"{S}/b.md": b"b\n"}
     before = {**base, f"{S}/MEMORY.md": b"# Memory Index\n\n- [A](a.md) 2026-08-01 -- a\n- [B](b.md) 2026-08-01 -- b"}

@@ -1,4 +1,4 @@
-"""Cross-tool sequences (harness/cross.py): two drivers on one store, steps dispatched by role,
+"""Cross-tool sequences (harness/gate/cross.py): two drivers on one store, steps dispatched by role,
 judged by outcome kind, the store and the co-writer oracle; ``conformance --with`` runs them."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from memconform.harness.cross import CROSS_DIR, CrossWorker, Pair, discover_cross, is_cross
-from memconform.harness.peers import PeerSpec
-from memconform.harness.scenarios import Scenario
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.cross import CROSS_DIR, CrossWorker, Pair, discover_cross, is_cross
+from memconform.harness.gate.scenarios import Scenario
 
 CFG = {"agent/memory.jsonc": '{"shared_dir": true}\n', "home/.config/opencode/memory.jsonc": '{"shared_dir": true}\n'}
 S = "home/.agents/memory/"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness import deviations
 from memconform.harness.cli import main
-from memconform.harness.deviations import (
+from memconform.harness.gate import deviations
+from memconform.harness.gate.deviations import (
     Deviation,
     DeviationsError,
     apply,
@@ -25,9 +25,9 @@ from memconform.harness.deviations import (
     parse,
     signature,
 )
+from memconform.harness.gate.runner import Outcome
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, Scenario, discover
 from memconform.harness.oracles.expect import Failure
-from memconform.harness.runner import Outcome
-from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, discover
 
 CORPUS = {sc.id: sc for sc in discover(SCENARIOS_DIR / "conformance", run=["write/*"])}
 IDS = sorted(CORPUS)[:4]

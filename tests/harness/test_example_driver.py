@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness import ops
-from memconform.harness.cross import CROSS_DIR, Pair, run_pair
-from memconform.harness.peers import PeerSpec, start_driver
-from memconform.harness.runner import run_all
-from memconform.harness.sandbox import Sandbox
-from memconform.harness.scenarios import SCENARIOS_DIR, discover
+from memconform.harness.drivers import ops
+from memconform.harness.drivers.peers import PeerSpec, start_driver
+from memconform.harness.drivers.sandbox import Sandbox
+from memconform.harness.gate.cross import CROSS_DIR, Pair, run_pair
+from memconform.harness.gate.runner import run_all
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, discover
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "one_process_per_op.mjs"
 SLICE = ["shared-store/pins/pin-by-name", "shared-store/frontmatter/created-kept-on-append"]
@@ -99,7 +99,7 @@ def test_a_second_bug_inside_a_listed_deviation_is_a_violation(tmp_path: Path, m
     """Issue 25 item 1: the row lists one difference (pin answered refused); the same scenario
     with a second planted bug (the pin never done: the store differs too) is reported as a
     failure naming the unexpected difference, not as the expected deviation."""
-    from memconform.harness import deviations
+    from memconform.harness.gate import deviations
 
     rows = tmp_path / "MINE.md"
     first, differing = "step 2 (pin_memory) outcome: outcome refused:pinned", "step 2 (pin_memory) outcome"

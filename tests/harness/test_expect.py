@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memconform.harness.drivers.sandbox import snapshot
+from memconform.harness.gate.scenarios import Expect, Scenario, Then
 from memconform.harness.oracles.expect import (
     check_answer,
     check_then,
@@ -15,8 +17,6 @@ from memconform.harness.oracles.expect import (
     normalise_answer,
     normalise_files,
 )
-from memconform.harness.sandbox import snapshot
-from memconform.harness.scenarios import Expect, Scenario, Then
 
 
 @dataclass

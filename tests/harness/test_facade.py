@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memconform.harness.cli import main
-from memconform.harness.peer_suites import FACADE
+from memconform.harness.drivers.peer_suites import FACADE
 from memconform.reference import INITIAL_MEMORY, MAX_BYTES, Store, parse_index_line, to_slug
 from memconform.reference.clock import ControlledClock, parse_instant
 from memconform.reference.serve import Server

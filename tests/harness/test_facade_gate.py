@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from memconform.harness.cli import main
-from memconform.harness.peer_suites import FACADE
+from memconform.harness.drivers.peer_suites import FACADE
 
 SHARD = "1/24"
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

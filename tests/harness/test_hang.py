@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from memconform.harness.drivers.peers import DriverError, PeerSpec, start_driver
+from memconform.harness.drivers.procs import blocked_in
 from memconform.harness.oracles import hazards
-from memconform.harness.peers import DriverError, PeerSpec, start_driver
-from memconform.harness.procs import blocked_in
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 

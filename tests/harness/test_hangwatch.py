@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.hangwatch import Stuck, Watch, livelock, wait_line
+from memconform.harness.drivers.hangwatch import Stuck, Watch, livelock, wait_line
 
 
 def _child(code: str) -> subprocess.Popen[bytes]:
@@ -87,7 +87,7 @@ def test_a_gone_process_is_never_stuck() -> None:
 
 
 def test_only_waits_that_can_last_for_ever_are_judged_at_200_ms(tmp_path: Path) -> None:
-    from memconform.harness.hangwatch import _patience
+    from memconform.harness.drivers.hangwatch import _patience
 
     fifo, plain = tmp_path / "HANDOFF.md", tmp_path / ".lock"
     os.mkfifo(fifo)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from memconform.harness.writers.engine.availability import LockState, hazard_for
+from memconform.harness.writers.engine.locks import Cell, lock_state, run_cell, scenario_for
 
-from memconform.harness.availability import LockState, hazard_for
 from memconform.harness.cli import main
+from memconform.harness.drivers.peers import PeerSpec, configured_peers
 from memconform.harness.faults.strace import strace_unavailable
-from memconform.harness.locks import Cell, lock_state, run_cell, scenario_for
+from memconform.harness.gate.regressions import export
 from memconform.harness.oracles.findings import HAZARD, Finding
-from memconform.harness.peers import PeerSpec, configured_peers
-from memconform.harness.regressions import export
 from memconform.harness.reports.envelope import SCHEMA_PATH
 
 PYTHON = PeerSpec("python")

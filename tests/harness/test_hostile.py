@@ -30,8 +30,7 @@ from typing import Any
 
 import pytest
 
-from memconform.harness.faults import NOW
-from memconform.harness.peers import (
+from memconform.harness.drivers.peers import (
     ENV_OPENCODE,
     ENV_PI,
     Driver,
@@ -40,7 +39,8 @@ from memconform.harness.peers import (
     configured_peers,
     start_driver,
 )
-from memconform.harness.sandbox import Sandbox, snapshot
+from memconform.harness.drivers.sandbox import Sandbox, snapshot
+from memconform.harness.faults import NOW
 from memconform.reference.lock import LOCK_BUSY_MESSAGE
 
 NOBODY = 65534

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from memconform.harness.drivers.peers import PEERS_DIR
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, discover
 from memconform.harness.hosts.cache import DEFAULT_PI, HOSTS, HostMissing, node_bin_dir, pi_cli
 from memconform.harness.hosts.fake_model import EXHAUSTED, FakeModel, Turn
 from memconform.harness.hosts.judge import schema_shape, tool_differences
 from memconform.harness.hosts.run import HostSpec, run_scenario
 from memconform.harness.hosts.script import HostScript
-from memconform.harness.peers import PEERS_DIR
-from memconform.harness.scenarios import SCENARIOS_DIR, discover
 from memconform.reference.tools import TOOLS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "harness" / "hosts" / "example" / "index.ts"
@@ -105,7 +105,7 @@ def pi_or_skip(host: str = DEFAULT_PI) -> None:
 def mutant_extension(folder: Path) -> Path:
     """The example extension without S-INJECT-5's last sentence, as ``folder/index.ts``."""
     source = EXAMPLE.read_text(encoding="utf-8")
-    mutant = source.replace("'../../peers/reference-core.mjs'", repr(str(PEERS_DIR / "reference-core.mjs")))
+    mutant = source.replace("'../../drivers/node/reference-core.mjs'", repr(str(PEERS_DIR / "reference-core.mjs")))
     mutant = mutant.replace("Topic files referenced here can be read on-demand for detail.", "")
     assert mutant != source
     (folder / "index.ts").write_text(mutant, encoding="utf-8")

@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 
 from memconform.harness import cli
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.regressions import write
+from memconform.harness.gate.scenarios import load_file
 from memconform.harness.hosts.cache import DEFAULT_PI
 from memconform.harness.hosts.machine import HostSessionMachine
 from memconform.harness.hosts.run import HostSpec
 from memconform.harness.hosts.script import HostScript
 from memconform.harness.machines import bind, load, unbind
 from memconform.harness.machines.base import run_machine
-from memconform.harness.peers import PeerSpec
-from memconform.harness.regressions import write
-from memconform.harness.scenarios import load_file
 
 from .test_hosts import EXAMPLE, mutant_extension, opencode_or_skip, pi_or_skip
 

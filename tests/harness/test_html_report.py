@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from memconform.harness import cli
+from memconform.harness.gate.selection import BUILTIN
 from memconform.harness.reports import html as html_report
 from memconform.harness.reports import markdown as markdown_report
-from memconform.harness.selection import BUILTIN
 
 PLANTED_FROM = "write/append-adds-utc-dated-heading"
 PLANTED = "mine/append-expects-line-2"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memconform.harness.cli import main
+from memconform.harness.drivers.peers import ENV_OPENCODE, ENV_PI, PeerSpec
 from memconform.harness.faults import campaigns
 from memconform.harness.faults.campaigns import crash_runs, error_runs
 from memconform.harness.faults.cases import CASES
@@ -26,9 +27,8 @@ from memconform.harness.faults.strace import (
     store_calls,
     strace_unavailable,
 )
-from memconform.harness.peers import ENV_OPENCODE, ENV_PI, PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import SCENARIOS_DIR, load_file
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, load_file
 
 needs_strace = pytest.mark.skipif(
     strace_unavailable() is not None, reason=f"no syscall injection: {strace_unavailable()}"
@@ -92,7 +92,7 @@ def test_publishing_subset() -> None:
 
 @needs_strace
 def test_enumeration_sees_the_store_calls_and_nothing_else() -> None:
-    from memconform.harness.sandbox import Sandbox
+    from memconform.harness.drivers.sandbox import Sandbox
 
     sb = Sandbox.create()
     try:

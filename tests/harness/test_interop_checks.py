@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memconform.harness.history import History, Op
+from memconform.harness.checker.history import History, Op
 from memconform.harness.oracles.findings import HAZARD, VIOLATION, WEAKNESS
 from memconform.harness.oracles.interop_checks import (
     LockSpan,

@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from memconform.harness.writers.engine.engine import PHASES, TOPICS, next_op
 
+from memconform.harness.checker.history import Event, History, Op
+from memconform.harness.checker.store_model import StoreKindModel, check
 from memconform.harness.cli import main
-from memconform.harness.history import Event, History, Op
 from memconform.harness.oracles import kind_model
 from memconform.harness.oracles.interop_checks import StoreView, lost_writes
 from memconform.harness.oracles.tokens import Tokens
-from memconform.harness.store_checker import StoreKindModel, check
-from memconform.harness.writers import PHASES, TOPICS, next_op
 
 TEXTS = {
     "created": 'Created memory topic "{t}" (x.md).', "updated": 'Updated memory topic "{t}" (x.md).',

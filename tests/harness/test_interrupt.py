@@ -25,10 +25,11 @@ from typing import Any
 
 import pytest
 
-from memconform.harness import cli, interrupt
+from memconform.harness import cli
+from memconform.harness.checker.history import History
 from memconform.harness.commands.common import output_problem
+from memconform.harness.drivers import interrupt
 from memconform.harness.faults.strace import strace_unavailable
-from memconform.harness.history import History
 from memconform.harness.reports import merge
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "conformance" / "config" / "jsonc-block-comment-fails.json"

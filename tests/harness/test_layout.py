@@ -10,6 +10,7 @@ imports resolved against the module's package.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from functools import cache
@@ -89,7 +90,7 @@ def _of(package: str) -> list[str]:
 
 def test_the_module_map_is_read() -> None:
     """Guard against a rule passing because it saw nothing."""
-    assert {"memconform.reference.text", "memconform.harness.oracles.grammar", "memconform.harness.runner"} <= set(modules())
+    assert {"memconform.reference.text", "memconform.harness.oracles.grammar", "memconform.harness.gate.runner"} <= set(modules())
     assert "memconform.reference.text" in imports("memconform.harness.oracles.grammar")
     assert "memconform.harness.oracles.grammar" in imports("memconform.harness.oracles.invariants")
 
@@ -153,6 +154,42 @@ def test_the_interleave_package_has_no_import_cycle() -> None:
     assert _cycles(graph) == []
 
 
+def test_no_import_cycle_anywhere() -> None:
+    """Issue 28: two modules that import each other cannot be read, tested or moved apart.
+
+    Every module of ``reference/`` and ``harness/``, function-level and ``TYPE_CHECKING``
+    imports included; a module importing its own package's ``__init__`` (for a constant) is an
+    edge like any other."""
+    graph = {m: sorted(i for i in imports(m) if i in modules() and i != m) for m in modules()}
+    assert len(graph) > 150 and sum(map(len, graph.values())) > 300
+    assert _cycles(graph) == []
+
+
+# Issue 28: the root of harness/ holds the entry points and the packages, nothing else.
+HARNESS_ROOT_FILES = frozenset({"__init__.py", "__main__.py", "cli.py", "pytest_plugin.py"})
+HARNESS_PACKAGES = frozenset(
+    {"bench", "checker", "commands", "drivers", "faults", "gate", "hosts", "interleave", "machines", "oracles", "reports", "writers"}
+)
+
+
+def test_the_harness_root_holds_only_entry_points_and_packages() -> None:
+    entries = {p.name for p in (ROOT / "harness").iterdir() if p.name != "__pycache__"}
+    files = {n for n in entries if (ROOT / "harness" / n).is_file()}
+    folders = entries - files
+    assert files == HARNESS_ROOT_FILES
+    assert folders == HARNESS_PACKAGES
+    assert all((ROOT / "harness" / f / "__init__.py").is_file() for f in folders)
+
+
+def test_the_architecture_lists_every_harness_package() -> None:
+    """README's layout table and docs/ARCHITECTURE.md §5 name real folders, and all of them."""
+    for doc in ("README.md", "docs/ARCHITECTURE.md"):
+        text = (ROOT / doc).read_text("utf-8")
+        # README names ``harness/gate/``; ARCHITECTURE's tree names ``gate/`` at the start of a line
+        missing = sorted(p for p in HARNESS_PACKAGES if not re.search(rf"(harness/|^  ){p}/", text, re.M))
+        assert missing == [], f"{doc} does not list {missing}"
+
+
 def test_the_cycle_finder_sees_a_cycle() -> None:
     """Guard: the cycle rule would pass on a finder that finds nothing."""
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c", "a"]]
@@ -173,7 +210,7 @@ def test_no_module_over_the_line_limit() -> None:
 def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
     """The runner reaches for ``harness.faults.strace`` only when a scenario carries a fault."""
     code = (
-        "import memconform.harness.cli, memconform.harness.runner, memconform.harness.commands.conformance, sys; "
+        "import memconform.harness.cli, memconform.harness.gate.runner, memconform.harness.commands.conformance, sys; "
         "print('\\n'.join(sorted(m for m in sys.modules if m.startswith(('memconform.harness.faults', "
         "'memconform.harness.interleave')))))"
     )
@@ -192,7 +229,7 @@ def test_a_plain_conformance_run_loads_no_strace_or_explorer() -> None:
         ("memconform.harness.oracles.grammar", "from .spec import X", "memconform.harness.oracles.spec"),
         ("memconform.harness.oracles.grammar", "from . import spec", "memconform.harness.oracles"),
         ("memconform.harness.oracles", "from .grammar import parse", "memconform.harness.oracles.grammar"),
-        ("memconform.harness.faults.memfs", "from ..scenarios import X", "memconform.harness.scenarios"),
+        ("memconform.harness.faults.memfs", "from ..gate.scenarios import X", "memconform.harness.gate.scenarios"),
         ("memconform.harness.oracles.grammar", "from memconform.reference.text import trim", "memconform.reference.text"),
     ],
 )

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness import linearize
-from memconform.harness.history import Event, History, HistoryError, Op, pair
-from memconform.harness.linearize import LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN, Part
-from memconform.harness.store_checker import StoreKindModel, check
+from memconform.harness.checker import linearize
+from memconform.harness.checker.history import Event, History, HistoryError, Op, pair
+from memconform.harness.checker.linearize import LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN, Part
+from memconform.harness.checker.store_model import StoreKindModel, check
 
 
 def op(i: int, proc: str, name: str, args: dict[str, object], start: int, end: int | None, result: object, type_: str = "ok") -> Op:

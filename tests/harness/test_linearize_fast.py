@@ -1,6 +1,6 @@
 """The fast checker answers what the plain one does (issue 22 item 6), on generated histories.
 
-``check(fast=True)`` walks one likely linearization (``harness.dive``), memoises steps by op
+``check(fast=True)`` walks one likely linearization (``harness.checker.dive``), memoises steps by op
 signature and, when a walk gets stuck, searches from the deepest of its ops with only the
 last ``KEEP`` of each walk as nodes; ``check(fast=False)`` is the plain Wing–Gong–Lowe search
 over every order.  On small concurrent store histories — drawn by Hypothesis, answered by the
@@ -20,11 +20,11 @@ from typing import Any
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from memconform.harness import linearize
-from memconform.harness.history import Op
-from memconform.harness.linearize import NOT_LINEARIZABLE
+from memconform.harness.checker import linearize
+from memconform.harness.checker.history import Op
+from memconform.harness.checker.linearize import NOT_LINEARIZABLE
+from memconform.harness.checker.store_model import check
 from memconform.harness.oracles import kind_model
-from memconform.harness.store_checker import check
 
 from .test_linearize_props import ANSWER, TOPICS
 

@@ -15,11 +15,11 @@ import os
 import random
 from typing import Any
 
-from memconform.harness import linearize
-from memconform.harness.history import Op
-from memconform.harness.linearize import LINEARIZABLE, NOT_LINEARIZABLE
+from memconform.harness.checker import linearize
+from memconform.harness.checker.history import Op
+from memconform.harness.checker.linearize import LINEARIZABLE, NOT_LINEARIZABLE
+from memconform.harness.checker.store_model import StoreKindModel, check, reaches, topic_families
 from memconform.harness.oracles import kind_model
-from memconform.harness.store_checker import StoreKindModel, check, reaches, topic_families
 
 BASE_SEED = int(os.environ.get("MEMCONFORM_PROP_SEED", "1302"))
 CASES = int(os.environ.get("MEMCONFORM_PROP_CASES", "250"))

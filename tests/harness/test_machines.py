@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from memconform.harness import cli
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.scenarios import load_file
 from memconform.harness.machines import IN_PROCESS, load
 from memconform.harness.machines.base import EXPORT_ENV, run_machine
 from memconform.harness.machines.differential import (
@@ -27,8 +29,6 @@ from memconform.harness.machines.differential import (
 )
 from memconform.harness.machines.store_shadow import StoreShadowMachine
 from memconform.harness.oracles.invariants import check_store
-from memconform.harness.peers import PeerSpec
-from memconform.harness.scenarios import load_file
 from memconform.reference.errors import NodeError
 from memconform.reference.fs import Fs
 from memconform.reference.store import Store

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from memconform.harness.checker.history import History
+from memconform.harness.drivers.peers import PeerSpec
 from memconform.harness.faults.strace import strace_unavailable
-from memconform.harness.history import History
 from memconform.harness.interleave import nemesis as nm
 from memconform.harness.interleave.run import run_nemesis
-from memconform.harness.peers import PeerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memconform.harness.history import History
+from memconform.harness.checker.history import History
 
 from .test_interrupt import LOAD, interrupt_run
 

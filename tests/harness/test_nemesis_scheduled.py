@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from memconform.harness.checker.history import History
+from memconform.harness.drivers.peers import PeerSpec
 from memconform.harness.faults.strace import strace_unavailable
-from memconform.harness.history import History
 from memconform.harness.interleave import export as nx
 from memconform.harness.interleave import nemesis as nm
 from memconform.harness.interleave.run import paused_out
 from memconform.harness.interleave.scheduled import STEP_NS, run_scheduled
 from memconform.harness.interleave.strategies import RandomWalk
-from memconform.harness.peers import PeerSpec
 
 REFERENCE = [PeerSpec.parse("python")]
 # w1's clock runs 10 minutes ahead: an empty lock of w0 (created, token not yet written) is

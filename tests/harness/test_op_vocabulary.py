@@ -1,4 +1,4 @@
-"""One op vocabulary (harness/schemas/ops.schema.json): everything that speaks or uses the peer
+"""One op vocabulary (harness/drivers/ops.schema.json): everything that speaks or uses the peer
 protocol stays within it.
 
 When one of these fails because you added an op (or a clock mode), the message says exactly
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness import ops
-from memconform.harness.peers import PEERS_DIR, configured_peers, start_driver
-from memconform.harness.sandbox import Sandbox
-from memconform.harness.scenarios import FILE_ACTIONS, SCENARIOS_DIR
+from memconform.harness.drivers import ops
+from memconform.harness.drivers.peers import PEERS_DIR, configured_peers, start_driver
+from memconform.harness.drivers.sandbox import Sandbox
+from memconform.harness.gate.scenarios import FILE_ACTIONS, SCENARIOS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = "harness/schemas/ops.schema.json"
+SCHEMA = "harness/drivers/ops.schema.json"
 
 
 def how_to_add(op: str, where: str) -> str:
@@ -95,7 +95,7 @@ def _driver_table(path: Path) -> set[str]:
 def test_each_node_driver_offers_only_ops_of_the_vocabulary(driver: str) -> None:
     table = _driver_table(PEERS_DIR / driver)
     assert {"hello", "write_memory", "exit"} <= table  # the table was found, not an empty match
-    assert missing(table, f"in harness/peers/{driver}'s OPS table") == []
+    assert missing(table, f"in harness/drivers/node/{driver}'s OPS table") == []
 
 
 def test_the_js_facade_calls_only_ops_of_the_vocabulary() -> None:
@@ -104,7 +104,7 @@ def test_the_js_facade_calls_only_ops_of_the_vocabulary() -> None:
         pytest.skip("no JS facade (issue 18) in this tree")
     called = set(re.findall(r"\bcall\('([a-z_]+)'", facade.read_text(encoding="utf-8")))
     assert called, "no call('op') found in the facade"
-    assert missing(called, "called by harness/peers/reference-core.mjs") == []
+    assert missing(called, "called by harness/drivers/node/reference-core.mjs") == []
 
 
 def test_every_op_a_scenario_sends_is_in_the_vocabulary() -> None:
@@ -129,7 +129,7 @@ def _mode_lists() -> dict[str, set[str]]:
     if node_clock.exists():
         m = re.search(r"CLOCK_MODES\s*=\s*\[([^\]]*)\]", node_clock.read_text(encoding="utf-8"))
         if m:
-            found["harness/peers/clock.mjs CLOCK_MODES"] = set(re.findall(r"'([a-z]+)'", m.group(1)))
+            found["harness/drivers/node/clock.mjs CLOCK_MODES"] = set(re.findall(r"'([a-z]+)'", m.group(1)))
     schema = json.loads((SCENARIOS_DIR / "scenario.schema.json").read_text(encoding="utf-8"))
     found["scenarios/scenario.schema.json clock.mode"] = set(schema["properties"]["clock"]["properties"]["mode"]["enum"])
     return found
@@ -148,7 +148,7 @@ def test_every_clock_mode_in_use_is_in_the_vocabulary() -> None:
 
 @pytest.mark.parametrize("spec", configured_peers(), ids=lambda s: s.kind)
 def test_a_real_peers_hello_lists_only_ops_of_the_vocabulary(spec: object) -> None:
-    from memconform.harness.peers import PeerSpec
+    from memconform.harness.drivers.peers import PeerSpec
 
     assert isinstance(spec, PeerSpec)
     sandbox = Sandbox.create()

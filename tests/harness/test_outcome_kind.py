@@ -112,7 +112,7 @@ def test_ss_out_1_busy_text_is_exact() -> None:
 
 @dataclass
 class D:
-    """An answer from a driver whose hello declares ``outcome_kinds`` (``harness.peers.Answer``)."""
+    """An answer from a driver whose hello declares ``outcome_kinds`` (``harness.drivers.peers.Answer``)."""
 
     ok: bool
     result: Any = None
@@ -168,8 +168,8 @@ def test_ss_out_1_the_text_tables_give_the_same_details(op: str, text: str, full
 def test_ss_out_1_the_schemas_carry_the_same_vocabulary() -> None:
     import json
 
-    from memconform.harness.ops import PROTOCOL_SCHEMA, schema
-    from memconform.harness.scenarios import SCENARIOS_DIR
+    from memconform.harness.drivers.ops import PROTOCOL_SCHEMA, schema
+    from memconform.harness.gate.scenarios import SCENARIOS_DIR
 
     outcome = json.loads(PROTOCOL_SCHEMA.read_text())["$defs"]["outcome"]
     assert tuple(outcome["properties"]["kind"]["enum"]) == ok_.KINDS

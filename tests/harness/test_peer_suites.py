@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.peer_suites import (
+from memconform.harness.drivers.peer_suites import (
     OPENCODE_ENV,
     PI_ENV,
     checks_in,

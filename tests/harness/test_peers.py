@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.peers import DriverError, PeerSpec, PeerUnavailable, start_driver
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import Scenario
+from memconform.harness.drivers.peers import DriverError, PeerSpec, PeerUnavailable, start_driver
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import Scenario
 
 FAKE = Path(__file__).with_name("fake_driver.mjs")
 node_missing = pytest.mark.skipif(
@@ -119,7 +119,7 @@ def test_protocol_validation_rejects_bad_answers(tmp_path: Path) -> None:
 
 
 def test_schema_error_names_file_and_json_path(tmp_path: Path) -> None:
-    from memconform.harness.scenarios import ScenarioError, load_file
+    from memconform.harness.gate.scenarios import ScenarioError, load_file
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"id": "x/y", "clauses": ["S-WRITE-1"], "steps": [{"op": 3}]}))
@@ -232,9 +232,9 @@ def test_a_plain_conformance_run_loads_no_fault_machinery() -> None:
     code = (
         "import sys\n"
         "from memconform.harness.commands import conformance\n"
-        "from memconform.harness.peers import PeerSpec\n"
-        "from memconform.harness.runner import run_all\n"
-        "from memconform.harness.scenarios import discover\n"
+        "from memconform.harness.drivers.peers import PeerSpec\n"
+        "from memconform.harness.gate.runner import run_all\n"
+        "from memconform.harness.gate.scenarios import discover\n"
         "outcomes = run_all(PeerSpec('python'), discover(run=['write/*'])[:3])\n"
         "assert [o.status for o in outcomes] == ['pass'] * 3, outcomes\n"
         "print(sorted(m for m in sys.modules if m.startswith('harness.faults')))\n"
@@ -248,7 +248,7 @@ def test_a_plain_conformance_run_loads_no_fault_machinery() -> None:
 
 # --- who a peer is: from the implementation, never from the driver (issue 12 item 4) -------
 
-HELLO_SCHEMA = json.loads((Path(__file__).parents[2] / "harness" / "protocol.schema.json").read_text())
+HELLO_SCHEMA = json.loads((Path(__file__).parents[2] / "harness" / "drivers" / "protocol.schema.json").read_text())
 
 
 def assert_valid_hello(result: object) -> None:
@@ -313,7 +313,7 @@ def test_an_exported_version_is_used_when_no_package_json_says(tmp_path: Path, k
 
 
 def test_the_reference_names_itself(tmp_path: Path) -> None:
-    from memconform.harness.peers import preflight
+    from memconform.harness.drivers.peers import preflight
 
     [info] = preflight([PeerSpec("python")])
     assert (info.spec, info.name, info.version) == ("python", "memconform-reference", "0.1.0")
@@ -323,7 +323,7 @@ EMPTY = "export const x = 1;\n"
 
 
 def one_line_refusal(spec: PeerSpec, timeout: float = 10.0) -> str:
-    from memconform.harness.peers import preflight
+    from memconform.harness.drivers.peers import preflight
 
     with pytest.raises(PeerUnavailable) as info:
         preflight([spec], timeout=timeout)
@@ -363,7 +363,7 @@ def test_plugin_whose_hooks_lack_the_tools_is_refused(tmp_path: Path) -> None:
 @node_missing
 def test_the_refused_driver_still_runs_nothing(tmp_path: Path) -> None:
     """Every op, not only hello, answers the refusal: no worker can drive an empty module."""
-    from memconform.harness.peers import Driver
+    from memconform.harness.drivers.peers import Driver
 
     module = tmp_path / "empty.mjs"
     module.write_text(EMPTY)
@@ -436,7 +436,7 @@ def test_missing_or_directory_module_is_one_line(tmp_path: Path, kind: str) -> N
 
 
 def test_stderr_tail_drops_frames_banners_and_repeats() -> None:
-    from memconform.harness.peers import stderr_tail
+    from memconform.harness.drivers.peers import stderr_tail
 
     text = (
         "file:///x.mjs:2\nfunction (\n         ^\n\nSyntaxError: bad\n    at compile (node:internal)\n"
@@ -458,7 +458,7 @@ REAL_OPENCODE = __import__("os").environ.get("MEMCONFORM_OPENCODE_PLUGIN", "")
 @node_missing
 @pytest.mark.skipif(not Path(REAL_OPENCODE or "/nonexistent").is_file(), reason="MEMCONFORM_OPENCODE_PLUGIN not set")
 def test_real_opencode_plugin_names_itself_from_its_package_json() -> None:
-    from memconform.harness.peers import preflight
+    from memconform.harness.drivers.peers import preflight
 
     [info] = preflight([PeerSpec.parse("opencode")])
     assert (info.name, info.version) == ("openclaude-memory", "0.6.6")
@@ -470,7 +470,7 @@ def test_real_opencode_plugin_names_itself_from_its_package_json() -> None:
 @pytest.mark.skipif(not Path(REAL_PI or "/nonexistent").is_file(), reason="MEMCONFORM_PI_CORE not set")
 def test_real_pi_core_states_no_version_so_none_is_reported() -> None:
     """The core has no package.json (a stale one was renamed away) and exports no version."""
-    from memconform.harness.peers import preflight
+    from memconform.harness.drivers.peers import preflight
 
     [info] = preflight([PeerSpec.parse("pi")])
     assert (info.name, info.version) == ("openpi-memory?", "unknown")
@@ -482,7 +482,7 @@ def test_a_call_on_a_driver_whose_stdin_was_closed_is_a_driver_error(tmp_path: P
     """Ctrl-C closes every driver while writer threads may still be calling one: the write to
     its closed stdin raised ValueError, a traceback in the nemesis's interrupted run; it is a
     ``DriverError`` (the driver is gone) like a broken pipe."""
-    from memconform.harness.sandbox import Sandbox
+    from memconform.harness.drivers.sandbox import Sandbox
 
     sb = Sandbox.create()
     try:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness import profiles
-from memconform.harness.peers import PeerSpec
-from memconform.harness.scenarios import (
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate import profiles
+from memconform.harness.gate.scenarios import (
     PROFILES,
     SCENARIOS_DIR,
     Scenario,
@@ -149,7 +149,7 @@ def test_committed_corpus_is_what_the_generator_writes() -> None:
 
 
 def test_shared_store_deviation_rows_carry_a_class() -> None:
-    from memconform.harness import deviations
+    from memconform.harness.gate import deviations
 
     sid = "shared-store/names/slug-nodejs-npm"
     diff = "store MEMORY.md: line N | store MEMORY.md"

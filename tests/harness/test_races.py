@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.interleave import race_files as rf
 from memconform.harness.interleave.races import SITUATIONS, explore, situation, target
@@ -32,7 +33,6 @@ from memconform.harness.interleave.strategies import (
     switches,
 )
 from memconform.harness.interleave.tracer import Call, LineParser, call_paths
-from memconform.harness.peers import PeerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "scenarios" / "regressions" / "races").glob("*.race.jsonl"))
@@ -251,9 +251,9 @@ def test_explore_stops_within_its_budget_and_counts_what_it_ran() -> None:
 
 
 def test_regressions_record_implementations_by_kind_and_replay_finds_them_here() -> None:
+    from memconform.harness.drivers.peers import PeerUnavailable
     from memconform.harness.interleave import export as nx
     from memconform.harness.interleave import slot
-    from memconform.harness.peers import PeerUnavailable
 
     shipped = sorted((ROOT / "scenarios" / "regressions" / "nemesis").glob("*.nemesis.jsonl"))
     assert shipped

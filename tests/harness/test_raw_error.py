@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, load_file
 from memconform.harness.oracles.findings import HAZARD
 from memconform.harness.oracles.hazards import explain, os_text, raw_error, situation
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import SCENARIOS_DIR, load_file
 
 
 @dataclass

@@ -7,9 +7,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-from memconform.harness import profiles
-from memconform.harness.scenarios import discover
-from memconform.harness.selection import BUILTIN
+from memconform.harness.gate import profiles
+from memconform.harness.gate.scenarios import discover
+from memconform.harness.gate.selection import BUILTIN
 
 ROOT = Path(__file__).resolve().parents[2]
 

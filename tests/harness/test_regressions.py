@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memconform.harness import regressions
 from memconform.harness.cli import main
+from memconform.harness.gate import regressions
+from memconform.harness.gate.scenarios import load_file
 from memconform.harness.oracles.findings import Finding
-from memconform.harness.scenarios import load_file
 
 FINDING = Finding(kind="failed-part-way", severity="hazard", clause="S-INV-8", impl="python 0.1.0",
                   op="remove_memory", syscall="rename", evidence="told it failed, yet tombstoned",

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from memconform.harness.checker.history import History
+from memconform.harness.checker.linearize import LinearizabilityVerdict
 from memconform.harness.cli import main
-from memconform.harness.history import History
+from memconform.harness.gate.regressions import file_stem
 from memconform.harness.interleave import export as nx
-from memconform.harness.linearize import LinearizabilityVerdict
 from memconform.harness.oracles.findings import HAZARD, VIOLATION, Finding
-from memconform.harness.regressions import file_stem
 
 SCHEDULE = {"seed": 3, "families": ["kill"], "interval": 1.0, "time_limit": 2.0, "writers": 2, "shared": True,
             "faults": [{"id": 0, "at": 0.5, "family": "kill", "slot": 1, "holder": False, "params": {}}]}
@@ -155,7 +155,7 @@ def test_campaign_summary_lists_each_finding_with_families_rate_and_replay() -> 
 
 
 def test_bench_rows_put_the_mixes_side_by_side() -> None:
-    from memconform.harness.interleave.bench import render
+    from memconform.harness.bench.workloads.nemesis import render
 
     rows = [{"mix": m, "family": "all", "ops_per_s": 50.0, "faults_per_min": 41.5, "findings": {"weakness": 2},
              "kinds": ["double-holder"], "checker": ["linearizable"], "check_s": 0.2}

@@ -15,19 +15,24 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
+from memconform.harness.writers.engine.engine import (
+    InteropResult,
+    WriterStats,
+    findings,
+    fresh_history_path,
+)
 
 from memconform.harness import cli
+from memconform.harness.checker.history import History
+from memconform.harness.checker.linearize import NOT_LINEARIZABLE, UNKNOWN, LinearizabilityVerdict
 from memconform.harness.commands import check_history, common, conformance
-from memconform.harness.deviations import Deviation
-from memconform.harness.history import History
-from memconform.harness.linearize import NOT_LINEARIZABLE, UNKNOWN, LinearizabilityVerdict
+from memconform.harness.gate.deviations import Deviation
+from memconform.harness.gate.runner import Outcome
+from memconform.harness.gate.scenarios import Scenario
 from memconform.harness.oracles.findings import HAZARD, Finding
 from memconform.harness.oracles.invariants import Violation
 from memconform.harness.reports import scenarios as report
 from memconform.harness.reports.envelope import SCHEMA_PATH, RunReport
-from memconform.harness.runner import Outcome
-from memconform.harness.scenarios import Scenario
-from memconform.harness.writers import InteropResult, WriterStats, findings, fresh_history_path
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
@@ -97,7 +102,7 @@ def test_an_expected_failure_is_a_deviation_and_a_stale_one_a_violation(
 ) -> None:
     root = corpus(tmp_path, WRONG, RIGHT)
     listed = [Deviation("memconform-reference", "*", "x/wrong", "known to differ")]
-    monkeypatch.setattr("memconform.harness.deviations.load", lambda: listed)
+    monkeypatch.setattr("memconform.harness.gate.deviations.load", lambda: listed)
     out = tmp_path / "c.json"
     assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     data = load(out)

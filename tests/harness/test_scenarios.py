@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memconform.harness.scenarios import (
+from memconform.harness.gate.scenarios import (
     FILE_ACTIONS,
     SCENARIOS_DIR,
     Clock,

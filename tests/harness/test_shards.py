@@ -12,10 +12,11 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from memconform.harness import cli, shards
+from memconform.harness import cli
+from memconform.harness.gate import shards
+from memconform.harness.gate.selection import BUILTIN
 from memconform.harness.reports import merge
 from memconform.harness.reports.envelope import SCHEMA_PATH
-from memconform.harness.selection import BUILTIN
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 WRONG = ('{"id": "mine/wrong", "clauses": ["S-FMT-8"], "steps": [{"op": "to_slug", '

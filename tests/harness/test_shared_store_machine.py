@@ -12,9 +12,9 @@ import pytest
 from hypothesis import Phase
 
 from memconform.harness import cli
+from memconform.harness.drivers.peers import PeerSpec
 from memconform.harness.machines import shared_store, targets
 from memconform.harness.machines.base import run_machine
-from memconform.harness.peers import PeerSpec
 
 from .shims import plant
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import memconform
-from memconform.harness.peers import PeerSpec, start_driver
-from memconform.harness.sandbox import Sandbox
+from memconform.harness.drivers.peers import PeerSpec, start_driver
+from memconform.harness.drivers.sandbox import Sandbox
 
 CORPUS = Path(memconform.__file__).parent / "scenarios" / "conformance"
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, Scenario, Then
 from memconform.harness.oracles import store_norm
 from memconform.harness.oracles.expect import check_then
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, Then
 
 D = "home/.agents/memory/"
 TS = "2026-08-07T01:02:50+00:00"

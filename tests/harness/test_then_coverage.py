@@ -10,11 +10,11 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.drivers.sandbox import SNAPSHOT_DIR
+from memconform.harness.gate.runner import Worker
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, Scenario, Then
 from memconform.harness.oracles.expect import coverage_reason, uncovered
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Worker
-from memconform.harness.sandbox import SNAPSHOT_DIR
-from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, Then
 
 WRITE = {"op": "write_memory", "args": {"topic": "A", "content": "x", "summary": "s"}}
 
@@ -79,7 +79,7 @@ def test_the_runner_makes_an_unpinned_change_a_scenario_error() -> None:
 
 def test_the_corpus_pins_what_it_touches_on_the_reference() -> None:
     """The shipped corpus passes its own coverage check: spot-check the scenario of issue 12."""
-    from memconform.harness.scenarios import load_file
+    from memconform.harness.gate.scenarios import load_file
 
     sc = load_file(SCENARIOS_DIR / "conformance/invariants/removal-intent-shared-vs-local.json")
     assert "home/.agents/memory/MEMORY.md" in sc.then.files

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memconform.harness.cli import main
+from memconform.harness.drivers.sandbox import SNAPSHOT_DIR
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.faults.trace import (
     Replay,
@@ -25,7 +26,6 @@ from memconform.harness.faults.trace_states import (
     strict_states,
     torn_states,
 )
-from memconform.harness.sandbox import SNAPSHOT_DIR
 
 R = "/sb"
 D = f"{R}/agent/memory"
@@ -160,10 +160,10 @@ def test_a_topic_the_next_session_loses_for_good_is_named() -> None:
 
 
 def test_recovery_names_a_store_that_refuses_writes() -> None:
+    from memconform.harness.drivers.peers import PeerSpec
     from memconform.harness.faults.cases import CASES
     from memconform.harness.faults.recovery import Worker
     from memconform.harness.faults.trace_states import CrashState
-    from memconform.harness.peers import PeerSpec
 
     case = CASES["write-create"]
     state = {**case.files("python"), "agent/memory/.lock": SNAPSHOT_DIR}  # never reclaimed (S-LOCK-2)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.drivers.sandbox import SNAPSHOT_DIR
 from memconform.harness.faults import MODELS
 from memconform.harness.faults.cases import CASES
 from memconform.harness.faults.explorer import Explorer
@@ -21,8 +23,6 @@ from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.faults.trace import record_cases
 from memconform.harness.faults.trace_states import crash_states
 from memconform.harness.oracles.crash_judge import State, is_lock
-from memconform.harness.peers import PeerSpec
-from memconform.harness.sandbox import SNAPSHOT_DIR
 
 pytestmark = pytest.mark.skipif(strace_unavailable() is not None, reason=f"needs strace: {strace_unavailable()}")
 _TMP = re.compile(r"\.tmp-\d+-[0-9a-z]+")

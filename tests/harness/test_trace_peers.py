@@ -8,11 +8,11 @@ import os
 
 import pytest
 
+from memconform.harness.drivers.peers import PeerSpec
 from memconform.harness.faults.cases import CASES
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.faults.trace_run import run_traced
 from memconform.harness.faults.trace_states import TRACE_MODELS
-from memconform.harness.peers import PeerSpec
 
 PEERS = {"pi": "MEMCONFORM_PI_CORE", "opencode": "MEMCONFORM_OPENCODE_PLUGIN"}
 

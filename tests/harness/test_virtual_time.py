@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.peers import PeerSpec, start_driver
-from memconform.harness.sandbox import Sandbox
-from memconform.harness.scenarios import instant_ms, iso_instant
+from memconform.harness.drivers.peers import PeerSpec, start_driver
+from memconform.harness.drivers.sandbox import Sandbox
+from memconform.harness.gate.scenarios import instant_ms, iso_instant
 from memconform.reference.clock import ControlledClock, stamp_own_locks
 from memconform.reference.fs import CREATE_EXCLUSIVE, Fs
 
@@ -161,7 +161,7 @@ def test_js_timers_move_the_virtual_clock_and_lock_mtimes_follow_it(tmp_path: Pa
 
 
 def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
-    from memconform.harness.bench_corpus import render
+    from memconform.harness.bench.workloads.corpus import render
 
     row = {"impl": "python", "profile": "openpi", "scenarios": 662, "workers": 2, "virtual_s": 4.0,
            "real_s": 20.0, "virtual_ops_share": 0.25, "real_ops_share": 0.05, "same_verdicts": True,
@@ -176,8 +176,8 @@ def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
 def test_a_real_time_scenario_runs_on_the_real_clock_in_the_serial_tail() -> None:
     import json
 
-    from memconform.harness.runner import run_all
-    from memconform.harness.scenarios import SCENARIOS_DIR, Scenario
+    from memconform.harness.gate.runner import run_all
+    from memconform.harness.gate.scenarios import SCENARIOS_DIR, Scenario
 
     path = SCENARIOS_DIR / "conformance" / "lock" / "busy-remove.json"
     data = json.loads(path.read_text(encoding="utf-8"))

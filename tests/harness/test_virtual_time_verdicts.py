@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from memconform.harness.peers import PeerSpec
-from memconform.harness.runner import Outcome, run_all
-from memconform.harness.scenarios import SCENARIOS_DIR, Scenario, discover
+from memconform.harness.drivers.peers import PeerSpec
+from memconform.harness.gate.runner import Outcome, run_all
+from memconform.harness.gate.scenarios import SCENARIOS_DIR, Scenario, discover
 
 
 def _timed(sc: Scenario) -> bool:

@@ -105,7 +105,7 @@ def test_one_namespace_only(installed: Path, tmp_path: Path) -> None:
         r = subprocess.run([python, "-c", f"import {name}"], cwd=tmp_path, capture_output=True, text=True,
                            env=_clean_env())
         assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr, (name, r.stderr)
-    probe = ("import memconform.harness.regressions as r, memconform.harness.scenarios as s; "
+    probe = ("import memconform.harness.gate.regressions as r, memconform.harness.gate.scenarios as s; "
              "print(s.SCENARIOS_DIR); print(r.DEFAULT_DIR)")
     r = subprocess.run([python, "-c", probe], cwd=tmp_path, capture_output=True, text=True, env=_clean_env(), check=True)
     corpus, regressions = r.stdout.split()

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memconform.harness.sandbox import Sandbox
+from memconform.harness.drivers.sandbox import Sandbox
 from memconform.reference.clock import ControlledClock
 from memconform.reference.dirwatch import DirWatcher, WatchingFs
 from memconform.reference.index import DAY_MS

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memconform.harness.sandbox import SNAPSHOT_DIR
+from memconform.harness.drivers.sandbox import SNAPSHOT_DIR
 from memconform.reference.errors import JsError, NodeError
 from memconform.reference.paths import (
     StorePaths,

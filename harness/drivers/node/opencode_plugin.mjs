@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // memconform peer driver for openclaude-memory (the OpenCode plugin).
 //
-// Usage: node harness/peers/opencode_plugin.mjs <path-to-ocl-memory.mjs>
+// Usage: node harness/drivers/node/opencode_plugin.mjs <path-to-ocl-memory.mjs>
 //
 // Speaks the JSON Lines peer protocol of docs/ARCHITECTURE.md §3 on stdin/stdout:
 // one request object per line in, one answer object per line out. stdout is

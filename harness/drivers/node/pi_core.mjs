@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // memconform peer driver for openpi-memory (memory-core.mjs).
 //
-// Usage: node harness/peers/pi_core.mjs <path-to-memory-core.mjs>
+// Usage: node harness/drivers/node/pi_core.mjs <path-to-memory-core.mjs>
 //
 // Speaks the JSON Lines peer protocol of docs/ARCHITECTURE.md §3 on stdin/stdout:
 // one request object per line in, one answer object per line out. stdout is

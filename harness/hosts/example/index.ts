@@ -1,11 +1,11 @@
 // memconform's example pi extension: SPEC.md §15 (S-INJECT, the hooks) and §16 (S-TOOLS)
-// written from SPEC over the reference facade (harness/peers/reference-core.mjs, the
+// written from SPEC over the reference facade (harness/drivers/node/reference-core.mjs, the
 // reference behind openpi's JS API). Why: the real extensions are not published, so CI runs
 // the host machinery (pi loading an extension, hooks, tools, compaction) with this one.
 // The facade starts `MEMCONFORM_PYTHON -m memconform.reference serve` and reads the store
 // roots from the environment at import, as the JS core does.
 import { Type } from 'typebox';
-import * as core from '../../peers/reference-core.mjs';
+import * as core from '../../drivers/node/reference-core.mjs';
 
 const GLOBAL_MEMORY =
   '\n\n## Global Memory\n\nThe following is reference data from your persistent memory index. ' +
