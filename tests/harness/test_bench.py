@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memconform.harness.bench.workloads import workloads as bench
+from memconform.harness.bench import workloads as bench
 from memconform.harness.commands.bench import _floors, _render
 
 

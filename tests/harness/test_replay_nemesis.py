@@ -155,7 +155,7 @@ def test_campaign_summary_lists_each_finding_with_families_rate_and_replay() -> 
 
 
 def test_bench_rows_put_the_mixes_side_by_side() -> None:
-    from memconform.harness.bench.workloads.nemesis import render
+    from memconform.harness.bench.nemesis import render
 
     rows = [{"mix": m, "family": "all", "ops_per_s": 50.0, "faults_per_min": 41.5, "findings": {"weakness": 2},
              "kinds": ["double-holder"], "checker": ["linearizable"], "check_s": 0.2}

@@ -161,7 +161,7 @@ def test_js_timers_move_the_virtual_clock_and_lock_mtimes_follow_it(tmp_path: Pa
 
 
 def test_bench_w5_row_shows_both_clocks_and_the_ops_share() -> None:
-    from memconform.harness.bench.workloads.corpus import render
+    from memconform.harness.bench.corpus import render
 
     row = {"impl": "python", "profile": "openpi", "scenarios": 662, "workers": 2, "virtual_s": 4.0,
            "real_s": 20.0, "virtual_ops_share": 0.25, "real_ops_share": 0.05, "same_verdicts": True,
