@@ -76,9 +76,10 @@ def test_misbehaving_driver_gives_clear_error(fake: PeerSpec, tmp_path: Path, op
 
 @node_missing
 def test_hanging_driver_is_killed_after_timeout(fake: PeerSpec) -> None:
-    d = start_driver(fake, {"PATH": __import__("os").environ["PATH"]}, timeout=0.3)
+    # hello gets the default timeout (a loaded machine starts node slowly); the hang gets 0.3 s
+    d = start_driver(fake, {"PATH": __import__("os").environ["PATH"]})
     with pytest.raises(DriverError, match="no answer to 'hang' within 0.3 s"):
-        d.call("hang")
+        d.call("hang", timeout=0.3)
     assert d.proc is not None and d.proc.poll() is not None
     d.close()
 
