@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations
 from ..gate.cross import Pair, discover_cross, run_pair
@@ -42,7 +43,8 @@ def run_with(args: argparse.Namespace) -> int:
     impl, version = pair_label(impls[0], impls[1])
     run_report = new_report(args, impls)
     with progress(f"cross {spec.name} + {other.name}", len(scenarios), quiet=args.quiet) as bar:
-        outcomes = run_pair(Pair(spec, other), scenarios, timeout=args.timeout, validate=args.validate_protocol,
+        caps = (capabilities.of_impl(impls[0]), capabilities.of_impl(impls[1]))
+        outcomes = run_pair(Pair(spec, other, caps), scenarios, timeout=args.timeout, validate=args.validate_protocol,
                             strict=args.strict, on_outcome=lambda o: bar.advance(note=o.scenario.id))
     deviations.apply(outcomes, impl, version, devs)
     if not args.quiet:
