@@ -133,6 +133,11 @@ def require_command(caps: Capabilities, command: str) -> None:
     require_ops(caps, COMMAND_OPS.get(command, ()), command)
 
 
+def cited(text: str) -> tuple[str, ...]:
+    """The clause ids a description cites, in order (a race situation's ``why``)."""
+    return tuple(dict.fromkeys(re.findall(r"\b(?:SS|S)-[A-Z]+-\d+", text)))
+
+
 def carry_applies(caps: Capabilities) -> str | None:
     """None when carry-over scenarios apply to the tool, else why not (a skip, never a finding)."""
     if caps.local_store:
@@ -189,3 +194,16 @@ def of_impl(info: Any) -> Capabilities:
     """The capabilities of a preflighted implementation (``reports.envelope.ImplInfo``)."""
     spec = str(getattr(info, "spec", ""))
     return of(getattr(info, "hello", {}) or {}, spec, spec.partition(":")[0])
+
+
+def script_needs(caps: Capabilities, ops: Iterable[str], *, clock_moves: str = "advance_clock") -> str | None:
+    """Why a scripted run (a race situation: each writer's op names) cannot run on ``caps``, or
+    None.  ``clock_moves`` is the pseudo-op that moves a writer's clock on between its ops: only a
+    virtual clock does that without waiting, and an offset clock would age the writer's own
+    fresh locks in its co-writers' eyes (a false reclaim), so it is not a stand-in."""
+    names = set(ops)
+    if clock_moves in names and not caps.virtual:
+        return (f"needs clock_modes virtual (a writer's clock moves on between its ops); {caps.name or 'the driver'} "
+                f"declares {', '.join(sorted(caps.clock_modes))}")
+    missing = caps.lacking(names - {clock_moves})
+    return f"driver lacks op(s) {', '.join(missing)}" if missing else None
