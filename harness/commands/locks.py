@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import PeerSpec, preflight
 from ..gate.profiles import ProfileError, default_profile
@@ -31,6 +32,7 @@ from ..reports.progress import Progress, progress
 from ..writers.availability import hazard_for
 from ..writers.locks import (
     MODES,
+    Cell,
     CellResult,
     busy_clause,
     busy_window,
@@ -130,13 +132,30 @@ def _contract(spec: PeerSpec, timeout: float) -> str:
         return "openpi"
 
 
+def _applicable(selected: list[Cell], caps: capabilities.Capabilities, *, asked: bool,
+                ) -> tuple[list[Cell], list[capabilities.NotRun]]:
+    """The cells that apply to the tool: the local mode only for a tool with a local store (a
+    skip with the reason; refused when ``--mode local`` asked for nothing else)."""
+    if caps.local_store:
+        return selected, []
+    why = "not applicable: the driver declares no local store (local_store: false)"
+    keep = [c for c in selected if c.mode != "local"]
+    if not keep and asked:
+        raise capabilities.Missing(f"{NAME} --mode local: {caps.name}: {why}")
+    skipped = [c for c in selected if c.mode == "local"]
+    return keep, [capabilities.NotRun(f"{len(skipped)} local-mode cells", why, ("S-LOCK-6",))] if skipped else []
+
+
 def run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
     report = envelope.RunReport(command=envelope.argv())
     report.impls = preflight([spec], timeout=args.timeout)
     impl = f"{report.impls[0].name} {report.impls[0].version}"
+    caps = capabilities.of_impl(report.impls[0])
+    capabilities.require_command(caps, NAME)
     contract = _contract(spec, args.timeout)
-    selected = cells(tuple(args.mode or MODES))
+    selected, not_run = _applicable(cells(tuple(args.mode or MODES)), caps, asked=bool(args.mode))
+    capabilities.say_not_run(NAME, not_run, most=1)
     done: dict[str, CellResult] = {}
 
     def seen(r: CellResult, bar: Progress) -> None:
@@ -197,7 +216,10 @@ def run(args: argparse.Namespace) -> int:
     cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
                    "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
                   for r in results]
+    section = capabilities.coverage_section(caps, not_run, contract,
+                                            [(busy_clause(r.cell, r.contract), "S-LOCK-3") for r in results
+                                             if r.verdict != "skipped"])
     if interrupted:
-        return interrupted_end(args, report, {"cells": cells_json})
-    publish(args, report, {"cells": cells_json})
+        return interrupted_end(args, report, {"cells": cells_json, "capabilities": section})
+    publish(args, report, {"cells": cells_json, "capabilities": section})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
