@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     kinds = {i.spec: i for i in impls}
     report = new_report(args, impls)
+    for info in impls:  # one line naming the missing op, before any writer starts (issue 30 item 3)
+        capabilities.require_command(capabilities.of_impl(info), NAME)
     asked = [s for s in SITUATIONS if not args.situation or s.name in args.situation]
     situations, not_run = runnable(asked, [capabilities.of_impl(i) for i in impls])
     capabilities.say_not_run(NAME, not_run)
