@@ -395,6 +395,8 @@ def _call(w: _Writer, timeout: float | None = None) -> None:
         return
     op.result = answer.result if answer.ok else answer.error
     op.type = _classify(answer.ok, op.result)
+    if answer.outcome is not None:  # a declared kind, not the text: a reworded busy is no ok (issue 32)
+        op.type = "fail" if answer.outcome.get("kind") == "busy" else op.type
     w.traced.events.put(Event("done", note="" if answer.clock_ms is None else str(answer.clock_ms)))
 
 
