@@ -334,3 +334,19 @@ def test_a_narrow_correct_driver_passes_every_command(log: Path, tmp_path: Path)
         assert got == 0 and violations(data) == [], (argv[0], data["findings"])
         assert "capabilities" in data, argv[0]
     assert undeclared(log) == []
+
+
+@needs_node
+def test_store_model_refuses_a_driver_judged_by_another_profile(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even with every reader op, a shared-store driver is not judged by openpi's texts."""
+    from memconform.harness.machines import bind, unbind
+
+    monkeypatch.setenv("CAP_OPS", "all")
+    spec = PeerSpec.parse(IMPL)
+    info = preflight([spec])[0]
+    try:
+        why = bind("store_model", spec, frozenset(capabilities.of_impl(info).ops))
+    finally:
+        unbind()
+    assert why is not None and "shared-store profile" in why
+    assert undeclared(log) == []
