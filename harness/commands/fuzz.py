@@ -33,8 +33,7 @@ from typing import Any, NoReturn
 
 from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
-from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
-from ..drivers.sandbox import Sandbox
+from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight
 from ..hosts.cache import DEFAULT_PI
 from ..hosts.run import HostSpec
 from ..hosts.script import HOST_KINDS
@@ -133,16 +132,6 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _driver_ops(spec: PeerSpec, timeout: float) -> frozenset[str]:
-    """The ops the implementation's driver offers (its ``hello``), to decide what can run."""
-    sandbox = Sandbox.create()
-    try:
-        with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
-            return frozenset(driver.ops)
-    finally:
-        sandbox.remove()
-
-
 def run(args: argparse.Namespace) -> int:
     unknown = [m for m in args.machine if m not in MACHINES]
     if unknown:
@@ -160,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             spec = PeerSpec.parse(args.impl)
             info = preflight([spec], timeout=args.timeout)[0]
-            ops = _driver_ops(spec, args.timeout)
+            ops = capabilities.of_impl(info).ops  # what its hello declared: no second driver start
         except (PeerUnavailable, DriverError) as e:
             return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
         impl = f"{info.name} {info.version}"

@@ -12,6 +12,7 @@ import argparse
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
@@ -123,11 +124,11 @@ def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tu
         f.reproduce, path=f.path), r) for f, r in out if id(f) in seen]
 
 
-def _contract(spec: PeerSpec, timeout: float) -> str:
+def _contract(spec: PeerSpec, hello: dict[str, Any]) -> str:
     """The profile the implementation is judged by (``conformance``'s default): a co-writer of
     the shared-store profile answers busy within SS-LOCK-5's bound, not openpi's exact window."""
     try:
-        return default_profile(spec, timeout=timeout)
+        return default_profile(spec, hello)
     except ProfileError:  # profiles of its own: lock timing is still openpi's
         return "openpi"
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     caps = capabilities.of_impl(report.impls[0])
     capabilities.require_command(caps, NAME)
-    contract = _contract(spec, args.timeout)
+    contract = _contract(spec, report.impls[0].hello)
     selected, not_run = _applicable(cells(tuple(args.mode or MODES)), caps, asked=bool(args.mode))
     capabilities.say_not_run(NAME, not_run, most=1)
     done: dict[str, CellResult] = {}
