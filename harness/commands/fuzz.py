@@ -234,7 +234,7 @@ def _coverage(info: envelope.ImplInfo, tallies: dict[str, Tally]) -> dict[str, A
                     if (why := lock_protocol.not_runnable(s))]
     ran = [load(n).CLAUSES for n, t in tallies.items() if not t.refused and t.executed]
     caps = capabilities.of_impl(info) if info.hello else None
-    return capabilities.coverage_section(caps, not_run, "openpi", ran)
+    return capabilities.coverage_section(caps, not_run, caps.contract if caps else "openpi", ran)
 
 
 PROBE_EXAMPLES = 5

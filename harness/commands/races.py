@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
                     "hardened_same_seeds": hardened_check}
     caps = capabilities.of_impl(impls[0]) if len(impls) == 1 else None
     extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records,
-             "capabilities": capabilities.coverage_section(caps, not_run, "openpi",
+             "capabilities": capabilities.coverage_section(caps, not_run, capabilities.of_impl(impls[0]).contract,
                                                            [capabilities.cited(s.why) for s in situations])}
     return conclude(args, report, found, executed=suite.runs - len(suite.void), extra=extra,
                     nothing_ran="no schedule ran within the budget" if situations else

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
-from ..gate import deviations, profiles
+from ..gate import deviations
 from ..gate.runner import run_until_interrupted
 from ..gate.scenarios import Scenario, load_file
 from ..reports import scenarios as report
@@ -106,6 +106,6 @@ def run(args: argparse.Namespace) -> int:
         reasons = "; ".join(sorted({o.reason for o in outcomes}))
         why = f"0 of {len(outcomes)} scenarios ran: {reasons} (hello listed: {', '.join(hello_ops(spec, args.timeout))})"
     extra = {"impl": impl, "scenarios": report.scenarios_json(outcomes),
-             "capabilities": coverage(outcomes, caps, profiles.BY_KIND.get(spec.kind) or caps.profile or "openpi")}
+             "capabilities": coverage(outcomes, caps, caps.contract)}
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why,
                     interrupted=interrupted)

@@ -32,6 +32,8 @@ from ..oracles.shared_checks import CARRY_TAGS
 from .peers import PeerUnavailable
 
 DEFAULT_CLOCK_MODES = ("frozen", "offset")
+PROFILE_BY_KIND = {"python": "openpi", "pi": "openpi", "opencode": "shared-store"}
+"""The contract a built-in driver kind is judged by, whatever it declares (docs/ARCHITECTURE.md §7)."""
 DEFAULT_CARRY_TAG = "opim"  # openpi's (S-MIGRATE-4); OpenCode's driver: CARRY_TAGS
 TAG = re.compile(r"[a-z0-9]+")
 STORE_OPS = ("write_memory", "remove_memory", "pin_memory")
@@ -77,6 +79,12 @@ class Capabilities:
     profile: str | None = None
     local_store: bool = True
     carry_tag: str = DEFAULT_CARRY_TAG
+    kind: str = ""  # python, pi, opencode, node
+
+    @property
+    def contract(self) -> str:
+        """The profile it is judged by by default: its kind's, else the one it declares, else openpi."""
+        return PROFILE_BY_KIND.get(self.kind) or self.profile or "openpi"
 
     @property
     def virtual(self) -> bool:
@@ -116,6 +124,7 @@ def of(hello: Mapping[str, Any], name: str = "", kind: str = "") -> Capabilities
         profile=profile if isinstance(profile, str) and profile else None,
         local_store=hello.get("local_store") is not False,
         carry_tag=tag if isinstance(tag, str) and TAG.fullmatch(tag) else CARRY_TAGS.get(kind, DEFAULT_CARRY_TAG),
+        kind=kind,
     )
 
 
