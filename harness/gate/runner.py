@@ -302,8 +302,8 @@ class Worker:
 
 def not_applicable(sc: Scenario, caps: capabilities.Capabilities) -> str | None:
     """Why ``sc`` does not apply to a tool with ``caps`` (a skip, never a finding), or None:
-    carry-over (SS-CARRY) for a tool that declares no local store."""
-    if any(c.startswith("SS-CARRY-") for c in sc.clauses):
+    carry-over (a scenario citing SS-CARRY or S-MIGRATE) for a tool that declares no local store."""
+    if any(c.startswith(("SS-CARRY-", "S-MIGRATE-")) for c in sc.clauses):
         return capabilities.carry_applies(caps)
     return None
 

@@ -124,6 +124,9 @@ def test_carry_over_is_not_applicable_without_a_local_store() -> None:
     assert not_applicable(sc, Capabilities("node:x", frozenset())) is None
     pair = Pair(PeerSpec("python"), PeerSpec("python"), (None, none))
     assert "local_store: false" in (pair.not_applicable(sc) or "")
+    # a cross sequence that carries openpi's local store over (S-MIGRATE) without citing SS-CARRY
+    cross = load_file(CORPUS.parents[1] / "cross" / "carry-over-pi-local-then-one-topic.json")
+    assert "not applicable" in (pair.not_applicable(cross) or "")
     assert Pair(PeerSpec("python"), PeerSpec("python"), (Capabilities("a", frozenset(), carry_tag="jst"), None)
                 ).carry() == {"CARRY_A": "jst", "CARRY_B": "opim"}
 
