@@ -140,16 +140,16 @@ def configure_peer(spec: PeerSpec | None, by_kinds: bool = False) -> None:
 
 
 def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
-    """Compare the reference with ``spec`` byte for byte (unsupported ops are skipped steps).
-
-    The comparison is the ``openpi`` profile's: result texts and files at openpi's paths.
-    OpenCode keeps its store elsewhere and words its results its own way (SPEC §20 PEER-1,
-    PEER-12..14), so every step would differ by design and the run would say nothing true
-    about it: it is refused, not run.
+    """Compare the reference with ``spec`` (unsupported ops are skipped steps), by the profile
+    it is judged by: under ``openpi`` result texts and files at openpi's paths; under any other
+    (a driver whose hello declares shared-store) outcome kinds and the shared store only.
+    OpenCode is refused: its listed deviations from the reference's bytes would each be a
+    difference, and the shared_store machine judges it by the contract instead.
     """
     if spec.kind == "opencode":
-        return ("compares byte for byte under the openpi profile, where OpenCode differs by "
-                "design (PEER-1 paths, PEER-12..14 result texts)")
+        return ("compares the shared store with the reference's byte for byte, where OpenCode's listed deviations "
+                "(KNOWN_DEVIATIONS.md: its append heading, its [stale?] handling) would each be a difference; the "
+                "shared_store machine judges it by the contract")
     try:
         info = preflight([spec], timeout=timeout)[0]
         profile = default_profile(spec, info.hello)
