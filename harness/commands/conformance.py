@@ -19,6 +19,7 @@ from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations, profiles, selection
 from ..gate.differential import run_differential
 from ..gate.runner import Outcome, run_until_interrupted
+from ..gate.runner import coverage as runner_coverage
 from ..gate.scenarios import PROFILES, Scenario
 from ..oracles.expect import Failure
 from ..oracles.findings import VIOLATION, Finding
@@ -115,17 +116,10 @@ def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> 
     return f"{head}: all skipped ({common})"
 
 
-SKIPPED_FOR = ("driver lacks op", "not applicable")
-"""Skip reasons that mean a missing op or capability (not ``--skip``, not a missing strace)."""
-
-
 def coverage(outcomes: list[Outcome], caps: capabilities.Capabilities, profile: str) -> dict[str, object]:
-    """The report's ``capabilities`` section, and a warning per clause that no executed
-    scenario judged because the driver lacks an op or a capability (issue 32 item 3)."""
-    ran = [o.scenario.clauses for o in outcomes if o.status not in ("skip", "error")]
-    not_run = [capabilities.NotRun(o.scenario.id, o.reason, tuple(o.scenario.clauses)) for o in outcomes
-               if o.status == "skip" and o.reason.startswith(SKIPPED_FOR)]
-    section = capabilities.coverage_section(caps, not_run, profile, ran)
+    """The report's ``capabilities`` section (``runner.coverage``), and a warning per clause no
+    executed scenario judged because the driver lacks an op or a capability (issue 32 item 3)."""
+    section = runner_coverage(outcomes, caps, profile)
     unjudged: dict[str, str] = section["unjudged_clauses"]
     for clause, why in unjudged.items():
         print(f"warning: {clause} judged by no executed scenario ({why})")

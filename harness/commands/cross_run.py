@@ -17,7 +17,7 @@ from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations
 from ..gate.cross import Pair, discover_cross, run_pair
-from ..gate.runner import Outcome
+from ..gate.runner import Outcome, coverage
 from ..oracles.findings import Finding
 from ..reports import scenarios as report
 from ..reports.envelope import ImplInfo
@@ -63,7 +63,8 @@ def run_with(args: argparse.Namespace) -> int:
     executed = report.executed(outcomes)
     why = f"0 of {len(outcomes)} sequences ran: " + "; ".join(sorted({o.reason for o in outcomes}))[:300]
     extra = {"impl": f"{impl} {version}", "pair": {"A": spec.name, "B": other.name},
-             "scenarios": report.scenarios_json(outcomes)}
+             "scenarios": report.scenarios_json(outcomes),
+             "capabilities": coverage(outcomes, caps[0], caps[0].contract) | {"declared_b": caps[1].declared()}}
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran="" if executed else why)
 
 

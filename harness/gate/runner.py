@@ -308,6 +308,20 @@ def not_applicable(sc: Scenario, caps: capabilities.Capabilities) -> str | None:
     return None
 
 
+SKIPPED_FOR = ("driver lacks op", "A (", "B (", "not applicable")
+"""Skip reasons that mean a missing op or capability (a cross pair's names the side), not a
+``--skip`` or a missing strace."""
+
+
+def coverage(outcomes: list[Outcome], caps: capabilities.Capabilities, profile: str) -> dict[str, Any]:
+    """A report's ``capabilities`` section from a run's outcomes: the scenarios skipped for a
+    missing op or capability, and the clauses (of ``profile``) no executed scenario judged."""
+    ran = [o.scenario.clauses for o in outcomes if o.status not in ("skip", "error")]
+    not_run = [capabilities.NotRun(o.scenario.id, o.reason, tuple(o.scenario.clauses)) for o in outcomes
+               if o.status == "skip" and o.reason.startswith(SKIPPED_FOR)]
+    return capabilities.coverage_section(caps, not_run, profile, ran)
+
+
 def _wait_stderr(driver: Driver, needles: tuple[str, ...], seconds: float = 2.0) -> str:
     """Stderr arrives on its own pipe; wait (bounded) for the lines we expect.
 
