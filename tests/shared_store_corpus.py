@@ -663,6 +663,18 @@ for rname, (rop, rargs) in READS.items():
         present=("linked.md",), extra_given={OUTSIDE + "topic.md": OUTSIDE_TOPIC})
     SCENARIOS[-1]["given"]["symlinks"] = {D + "linked.md": "${ROOT}/" + OUTSIDE + "topic.md"}
     SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + "topic.md"]
+# the write side of the symlinked-topic scenarios above on its own, judged from bytes: a co-writer
+# with the five ops and no reader is judged on it too (issue 32 item 3)
+add("io/symlinked-topic-never-read-by-a-write", ["SS-IO-3", "SS-IDX-5", "S-IO-1", "S-IO-3", "S-IDX-5", "PEER-4"],
+    "The write side of the symlinked-topic scenarios under reads/, judged from the store's bytes alone so a co-writer "
+    "with only the five co-writer ops is judged too (issue 32): an indexed topic that is a symlink to a file outside "
+    "the store is never read by a write of another topic: the entry is dropped as naming no regular file, the outside "
+    "text is never copied in, and the outside file and the link stay as they were.",
+    {"MEMORY.md": LINKED_IDX, "kept.md": KEPT}, [write("Fresh", "fresh", "fresh")],
+    {"MEMORY.md": HEAD + entry("Kept", "kept.md", "kept", OLD) + "\n" + FRESH_LINE, "kept.md": KEPT, "fresh.md": FRESH_FILE},
+    present=("linked.md",), extra_given={OUTSIDE + "topic.md": OUTSIDE_TOPIC})
+SCENARIOS[-1]["given"]["symlinks"] = {D + "linked.md": "${ROOT}/" + OUTSIDE + "topic.md"}
+SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + "topic.md"]
 for oname, step in {"write": write("Fresh", "fresh", "fresh", ["error"]), "remove": op("remove_memory", ["error"], topic="Kept"),
                     "repair": op("repair_memory", ["error", "ok"])}.items():
     add(f"reads/symlinked-removal-list-not-followed-by-{oname}", ["SS-IO-3", "SS-IO-2", "SS-TOMB-4", "S-IO-2", "S-WRITE-12", "PEER-4", "PEER-6"],

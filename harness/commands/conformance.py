@@ -14,10 +14,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations, profiles, selection
 from ..gate.differential import run_differential
 from ..gate.runner import Outcome, run_until_interrupted
+from ..gate.runner import coverage as runner_coverage
 from ..gate.scenarios import PROFILES, Scenario
 from ..oracles.expect import Failure
 from ..oracles.findings import VIOLATION, Finding
@@ -95,6 +97,7 @@ def _in_profile(args: argparse.Namespace, spec: PeerSpec, scenarios: list[Scenar
     except profiles.ProfileError as e:
         raise SetupError(f"{spec.name}: {e}") from None
     chosen = profiles.select(scenarios, name)
+    args.profile_name = name  # the coverage section lists the clauses of this profile
     if not chosen:
         raise SetupError(f"no scenario of profile {name!r} among the {len(scenarios)} selected")
     if not args.quiet:
@@ -113,6 +116,16 @@ def why_nothing_ran(outcomes: list[Outcome], spec: PeerSpec, timeout: float) -> 
     return f"{head}: all skipped ({common})"
 
 
+def coverage(outcomes: list[Outcome], caps: capabilities.Capabilities, profile: str) -> dict[str, object]:
+    """The report's ``capabilities`` section (``runner.coverage``), and a warning per clause no
+    executed scenario judged because the driver lacks an op or a capability (issue 32 item 3)."""
+    section = runner_coverage(outcomes, caps, profile)
+    unjudged: dict[str, str] = section["unjudged_clauses"]
+    for clause, why in unjudged.items():
+        print(f"warning: {clause} judged by no executed scenario ({why})")
+    return section
+
+
 def run(args: argparse.Namespace) -> int:
     if args.with_impl:
         from .cross_run import run_with
@@ -127,13 +140,14 @@ def run(args: argparse.Namespace) -> int:
     if other is not None:
         return _differential(args, spec, other, impls, scenarios)
     info = impls[0]
+    caps = capabilities.of_impl(info)
     run_report = new_report(args, impls)
 
     with progress(f"conformance {spec.name}", len(scenarios), quiet=args.quiet) as bar:
         outcomes, interrupted = run_until_interrupted(
             spec, scenarios, parallel=args.parallel, timeout=args.timeout,
             validate=args.validate_protocol, strict=args.strict, real_time=args.real_time,
-            on_outcome=lambda o: bar.advance(note=o.scenario.id),
+            on_outcome=lambda o: bar.advance(note=o.scenario.id), caps=caps,
         )
     apply_deviations(outcomes, info.name, info.version, devs)
     if not args.quiet:
@@ -151,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"memconform conformance: wrote JUnit report {args.junit}")
     executed = report.executed(outcomes)
     why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 and not interrupted else ""
-    extra = {"impl": label(info), "scenarios": report.scenarios_json(outcomes)}
+    extra = {"impl": label(info), "scenarios": report.scenarios_json(outcomes),
+             "capabilities": coverage(outcomes, caps, getattr(args, "profile_name", "openpi"))}
     if args.shard:
         extra["shard"] = f"{args.shard[0]}/{args.shard[1]}"
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why,

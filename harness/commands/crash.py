@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import PeerSpec, preflight
 from ..faults import ERRNOS, MODELS
@@ -139,6 +140,23 @@ def case_from_scenario(path: Path) -> OpCase:
     writes = frozenset({slug + ".md"}) if kind == "write" and slug else frozenset()
     removes = frozenset({"*"}) if kind in ("remove", "retire") else frozenset()
     return OpCase(sc.id, kind, given, op, args, Intent(kind, writes, removes))
+
+
+def offered(cases: list[OpCase], info: envelope.ImplInfo) -> list[OpCase]:
+    """The op cases whose ops the driver declares (issue 32): the others are not run, each said
+    in one line; none left is a refusal naming the missing op (exit 2), never a crash finding."""
+    caps = capabilities.of_impl(info)
+    keep, not_run = [], []
+    for case in cases:
+        lacking = caps.lacking({"set_clock", case.op, *([case.recover[0]] if case.recover else [])})
+        if lacking:
+            not_run.append(capabilities.NotRun(f"op case {case.name}", f"driver lacks op(s) {', '.join(lacking)}"))
+        else:
+            keep.append(case)
+    if not keep:
+        raise capabilities.Missing(f"crash: {info.spec}: {not_run[0].why} (needed by every op case asked for)")
+    capabilities.say_not_run(NAME, not_run)
+    return keep
 
 
 def _cases(names: list[str], impl: str) -> list[OpCase]:
@@ -269,6 +287,7 @@ def _run(args: argparse.Namespace) -> int:
     if reason:
         raise UsageError(reason)
     report.impls = preflight([spec], timeout=args.timeout)
+    cases = offered(cases, report.impls[0])
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     only: Callable[[int, Any], bool] | None = _points(args.points)
 
@@ -337,6 +356,7 @@ def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report
     if reason:
         raise UsageError(reason)
     report.impls = preflight([spec], timeout=args.timeout)
+    cases = offered(cases, report.impls[0])
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     camp = run_traced(spec, cases, models, impl=impl, recover=args.recover, workers=args.workers,
                       granularity=args.granularity, timeout=args.timeout, quiet=bool(getattr(args, "quiet", False)))

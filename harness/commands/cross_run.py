@@ -13,10 +13,11 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations
 from ..gate.cross import Pair, discover_cross, run_pair
-from ..gate.runner import Outcome
+from ..gate.runner import Outcome, coverage
 from ..oracles.findings import Finding
 from ..reports import scenarios as report
 from ..reports.envelope import ImplInfo
@@ -42,7 +43,8 @@ def run_with(args: argparse.Namespace) -> int:
     impl, version = pair_label(impls[0], impls[1])
     run_report = new_report(args, impls)
     with progress(f"cross {spec.name} + {other.name}", len(scenarios), quiet=args.quiet) as bar:
-        outcomes = run_pair(Pair(spec, other), scenarios, timeout=args.timeout, validate=args.validate_protocol,
+        caps = (capabilities.of_impl(impls[0]), capabilities.of_impl(impls[1]))
+        outcomes = run_pair(Pair(spec, other, caps), scenarios, timeout=args.timeout, validate=args.validate_protocol,
                             strict=args.strict, on_outcome=lambda o: bar.advance(note=o.scenario.id))
     deviations.apply(outcomes, impl, version, devs)
     if not args.quiet:
@@ -61,7 +63,8 @@ def run_with(args: argparse.Namespace) -> int:
     executed = report.executed(outcomes)
     why = f"0 of {len(outcomes)} sequences ran: " + "; ".join(sorted({o.reason for o in outcomes}))[:300]
     extra = {"impl": f"{impl} {version}", "pair": {"A": spec.name, "B": other.name},
-             "scenarios": report.scenarios_json(outcomes)}
+             "scenarios": report.scenarios_json(outcomes),
+             "capabilities": coverage(outcomes, caps[0], caps[0].contract) | {"declared_b": caps[1].declared()}}
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran="" if executed else why)
 
 

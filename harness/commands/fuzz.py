@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
-from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight, start_driver
-from ..drivers.sandbox import Sandbox
+from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight
 from ..hosts.cache import DEFAULT_PI
 from ..hosts.run import HostSpec
 from ..hosts.script import HOST_KINDS
@@ -132,16 +132,6 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _driver_ops(spec: PeerSpec, timeout: float) -> frozenset[str]:
-    """The ops the implementation's driver offers (its ``hello``), to decide what can run."""
-    sandbox = Sandbox.create()
-    try:
-        with start_driver(spec, sandbox.env(), cwd=str(sandbox.root), timeout=timeout) as driver:
-            return frozenset(driver.ops)
-    finally:
-        sandbox.remove()
-
-
 def run(args: argparse.Namespace) -> int:
     unknown = [m for m in args.machine if m not in MACHINES]
     if unknown:
@@ -159,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             spec = PeerSpec.parse(args.impl)
             info = preflight([spec], timeout=args.timeout)[0]
-            ops = _driver_ops(spec, args.timeout)
+            ops = capabilities.of_impl(info).ops  # what its hello declared: no second driver start
         except (PeerUnavailable, DriverError) as e:
             return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
         impl = f"{info.name} {info.version}"
@@ -222,12 +212,29 @@ def _run(args: argparse.Namespace, spec: PeerSpec | HostSpec, info: envelope.Imp
         print(f"memconform fuzz: no machine executed a step against {spec.name}", file=sys.stderr)
     report.stats = {"profile": profile, "minutes": args.minutes, "executed": executed,
                     "steps": sum(t.steps for t in tallies.values())}
+    section = _coverage(info, tallies)
     report.findings = findings
     report.finish(run_verdict)
     if interrupted:
-        return interrupted_end(args, report, {"machines": [t.row(n) for n, t in tallies.items()]})
-    publish(args, report, {"machines": [t.row(n) for n, t in tallies.items()]})
+        return interrupted_end(args, report, {"machines": [t.row(n) for n, t in tallies.items()], "capabilities": section})
+    publish(args, report, {"machines": [t.row(n) for n, t in tallies.items()], "capabilities": section})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))
+
+
+def _coverage(info: envelope.ImplInfo, tallies: dict[str, Tally]) -> dict[str, Any]:
+    """The report's ``capabilities`` section: each refused machine and each race situation the
+    ``lock_protocol`` machine could not run on the driver as declared, with why."""
+    from ..interleave.races import SITUATIONS
+    from ..machines import lock_protocol
+
+    not_run = [capabilities.NotRun(f"machine {n}", t.refused, tuple(load(n).CLAUSES)) for n, t in tallies.items()
+               if t.refused]
+    if "lock_protocol" in tallies and not tallies["lock_protocol"].refused:
+        not_run += [capabilities.NotRun(f"lock_protocol situation {s.name}", why, capabilities.cited(s.why)) for s in SITUATIONS
+                    if (why := lock_protocol.not_runnable(s))]
+    ran = [load(n).CLAUSES for n, t in tallies.items() if not t.refused and t.executed]
+    caps = capabilities.of_impl(info) if info.hello else None
+    return capabilities.coverage_section(caps, not_run, caps.contract if caps else "openpi", ran)
 
 
 PROBE_EXAMPLES = 5

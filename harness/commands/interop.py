@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from ..checker.linearize import UNKNOWN
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import summary_line
 from ..reports.progress import Progress, progress
@@ -110,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_with_nemesis(args, peers)
     impls = preflight(peers, timeout=args.timeout)
+    for info in impls:  # one line naming the missing op, before any writer starts (issue 30 item 3)
+        capabilities.require_command(capabilities.of_impl(info), NAME)
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     history_path: Path = args.history or fresh_history_path()
     run_report = new_report(args, impls)

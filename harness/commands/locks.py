@@ -12,7 +12,9 @@ import argparse
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from ..drivers import capabilities
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import PeerSpec, preflight
 from ..gate.profiles import ProfileError, default_profile
@@ -31,6 +33,7 @@ from ..reports.progress import Progress, progress
 from ..writers.availability import hazard_for
 from ..writers.locks import (
     MODES,
+    Cell,
     CellResult,
     busy_clause,
     busy_window,
@@ -121,13 +124,27 @@ def findings_of(spec: PeerSpec, impl: str, results: list[CellResult]) -> list[tu
         f.reproduce, path=f.path), r) for f, r in out if id(f) in seen]
 
 
-def _contract(spec: PeerSpec, timeout: float) -> str:
+def _contract(spec: PeerSpec, hello: dict[str, Any]) -> str:
     """The profile the implementation is judged by (``conformance``'s default): a co-writer of
     the shared-store profile answers busy within SS-LOCK-5's bound, not openpi's exact window."""
     try:
-        return default_profile(spec, timeout=timeout)
+        return default_profile(spec, hello)
     except ProfileError:  # profiles of its own: lock timing is still openpi's
         return "openpi"
+
+
+def _applicable(selected: list[Cell], caps: capabilities.Capabilities, *, asked: bool,
+                ) -> tuple[list[Cell], list[capabilities.NotRun]]:
+    """The cells that apply to the tool: the local mode only for a tool with a local store (a
+    skip with the reason; refused when ``--mode local`` asked for nothing else)."""
+    if caps.local_store:
+        return selected, []
+    why = "not applicable: the driver declares no local store (local_store: false)"
+    keep = [c for c in selected if c.mode != "local"]
+    if not keep and asked:
+        raise capabilities.Missing(f"{NAME} --mode local: {caps.name}: {why}")
+    skipped = [c for c in selected if c.mode == "local"]
+    return keep, [capabilities.NotRun(f"{len(skipped)} local-mode cells", why, ("S-LOCK-6",))] if skipped else []
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,8 +152,11 @@ def run(args: argparse.Namespace) -> int:
     report = envelope.RunReport(command=envelope.argv())
     report.impls = preflight([spec], timeout=args.timeout)
     impl = f"{report.impls[0].name} {report.impls[0].version}"
-    contract = _contract(spec, args.timeout)
-    selected = cells(tuple(args.mode or MODES))
+    caps = capabilities.of_impl(report.impls[0])
+    capabilities.require_command(caps, NAME)
+    contract = _contract(spec, report.impls[0].hello)
+    selected, not_run = _applicable(cells(tuple(args.mode or MODES)), caps, asked=bool(args.mode))
+    capabilities.say_not_run(NAME, not_run, most=1)
     done: dict[str, CellResult] = {}
 
     def seen(r: CellResult, bar: Progress) -> None:
@@ -197,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
     cells_json = [{"cell": r.cell.name, "expected": r.expected, "verdict": r.verdict, "seconds": round(r.seconds, 3),
                    "unavailable": r.unavailable if r.verdict == "busy" else 0.0, "detail": r.detail}
                   for r in results]
+    section = capabilities.coverage_section(caps, not_run, contract,
+                                            [(busy_clause(r.cell, r.contract), "S-LOCK-3") for r in results
+                                             if r.verdict != "skipped"])
     if interrupted:
-        return interrupted_end(args, report, {"cells": cells_json})
-    publish(args, report, {"cells": cells_json})
+        return interrupted_end(args, report, {"cells": cells_json, "capabilities": section})
+    publish(args, report, {"cells": cells_json, "capabilities": section})
     return exit_code(run_verdict, fail_on_hazard=fail_on_hazard(args))

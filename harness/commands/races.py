@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..interleave.strategies import Step
 from ..oracles.findings import Finding, summary_line
@@ -27,6 +29,9 @@ from .common import (
     positive_float,
     wrote,
 )
+
+if TYPE_CHECKING:
+    from ..interleave.scheduler import Situation
 
 NAME = "races"
 HELP = "the lock-protocol race suite: writers held at each store syscall, schedules explored, findings replayable k of k"
@@ -98,6 +103,22 @@ def _hardened_check(args: argparse.Namespace, specs: list[PeerSpec], suite: obje
     return out
 
 
+def runnable(situations: Sequence[Situation], caps: Sequence[capabilities.Capabilities],
+             ) -> tuple[list[Situation], list[capabilities.NotRun]]:
+    """The situations every writer can run as declared, and the others with why (a skip in the
+    report, never a finding: a refused ``set_clock`` is not a race)."""
+    out: list[Situation] = []
+    not_run: list[capabilities.NotRun] = []
+    for sit in situations:
+        ops = [op for script in sit.ops for op, _ in script]
+        why = next((w for c in caps if (w := capabilities.script_needs(c, ops))), None)
+        if why is None:
+            out.append(sit)
+        else:
+            not_run.append(capabilities.NotRun(sit.name, why, capabilities.cited(sit.why)))
+    return out, not_run
+
+
 def run(args: argparse.Namespace) -> int:
     from ..faults.strace import STRACE
     from ..interleave import race_files
@@ -113,7 +134,11 @@ def run(args: argparse.Namespace) -> int:
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     kinds = {i.spec: i for i in impls}
     report = new_report(args, impls)
-    situations = [s for s in SITUATIONS if not args.situation or s.name in args.situation]
+    for info in impls:  # one line naming the missing op, before any writer starts (issue 30 item 3)
+        capabilities.require_command(capabilities.of_impl(info), NAME)
+    asked = [s for s in SITUATIONS if not args.situation or s.name in args.situation]
+    situations, not_run = runnable(asked, [capabilities.of_impl(i) for i in impls])
+    capabilities.say_not_run(NAME, not_run)
     mix = ", ".join(labels.get(s.name, s.name) for s in specs)
     print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s, "
           f"shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"
@@ -173,6 +198,10 @@ def run(args: argparse.Namespace) -> int:
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
                     "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported,
                     "hardened_same_seeds": hardened_check}
-    extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records}
+    caps = capabilities.of_impl(impls[0]) if len(impls) == 1 else None
+    extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records,
+             "capabilities": capabilities.coverage_section(caps, not_run, capabilities.of_impl(impls[0]).contract,
+                                                           [capabilities.cited(s.why) for s in situations])}
     return conclude(args, report, found, executed=suite.runs - len(suite.void), extra=extra,
-                    nothing_ran="no schedule ran within the budget")
+                    nothing_ran="no schedule ran within the budget" if situations else
+                    f"no situation can run on these drivers ({not_run[0].why})")

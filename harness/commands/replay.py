@@ -21,6 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations
 from ..gate.runner import run_until_interrupted
@@ -35,6 +36,7 @@ from .common import (
     new_report,
     positive_int,
 )
+from .conformance import coverage
 
 NAME = "replay"
 HELP = "replay scenario files (e.g. a shrunk regression) on an implementation"
@@ -87,9 +89,10 @@ def run(args: argparse.Namespace) -> int:
     devs = deviations.load_all(args.deviations, more_ids=[sc.id for sc in scenarios])
     impls = preflight([spec], timeout=args.timeout)
     info = impls[0]
+    caps = capabilities.of_impl(info)
     run_report = new_report(args, impls)
     outcomes, interrupted = run_until_interrupted(spec, scenarios, timeout=args.timeout,
-                                                  validate=args.validate_protocol, strict=args.strict)
+                                                  validate=args.validate_protocol, strict=args.strict, caps=caps)
     deviations.apply(outcomes, info.name, info.version, devs)
     impl = f"{info.name} {info.version}"
     found = [f for o in outcomes for f in report.scenario_findings(o, impl, spec.name)]
@@ -102,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if executed == 0 and not interrupted:
         reasons = "; ".join(sorted({o.reason for o in outcomes}))
         why = f"0 of {len(outcomes)} scenarios ran: {reasons} (hello listed: {', '.join(hello_ops(spec, args.timeout))})"
-    extra = {"impl": impl, "scenarios": report.scenarios_json(outcomes)}
+    extra = {"impl": impl, "scenarios": report.scenarios_json(outcomes),
+             "capabilities": coverage(outcomes, caps, caps.contract)}
     return conclude(args, run_report, found, executed=executed, extra=extra, nothing_ran=why,
                     interrupted=interrupted)

@@ -500,6 +500,7 @@ def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) ->
                 spec.name,
                 name if isinstance(name, str) and name else "unknown",
                 version if isinstance(version, str) and version else "unknown",
+                dict(hello),
             ))
         finally:
             sandbox.remove()

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..drivers import actions
+from ..drivers import actions, capabilities
 from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles import coexist, lock_leftover
 from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from ..oracles.findings import HAZARD, Finding
 from ..oracles.shared_checks import carry_placeholders
-from .runner import Outcome
+from .runner import Outcome, not_applicable
 from .scenarios import SCENARIOS_DIR, Ignore, Scenario, discover, iso_instant
 
 CROSS_DIR = SCENARIOS_DIR / "cross"
@@ -68,9 +68,22 @@ class Pair:
 
     a: PeerSpec
     b: PeerSpec
+    caps: tuple[capabilities.Capabilities | None, capabilities.Capabilities | None] = (None, None)  # as declared
 
     def spec(self, role: str) -> PeerSpec:
         return self.a if role == "A" else self.b
+
+    def carry(self) -> dict[str, str]:
+        """``${CARRY_A}``/``${CARRY_B}``: each tool's declared carry-over tag, else its kind's."""
+        out = carry_placeholders(CARRY_A=self.a.kind, CARRY_B=self.b.kind)
+        for role, caps in zip(("CARRY_A", "CARRY_B"), self.caps, strict=True):
+            if caps is not None:
+                out[role] = caps.carry_tag
+        return out
+
+    def not_applicable(self, sc: Scenario) -> str | None:
+        """Why ``sc`` does not apply to this pair (a tool without a local store: no carry-over)."""
+        return next((why for caps in self.caps if caps is not None and (why := not_applicable(sc, caps))), None)
 
 
 class CrossWorker:
@@ -109,7 +122,10 @@ class CrossWorker:
         sandbox = Sandbox.create()
         drivers: dict[str, Driver] = {}
         try:
-            sc = scenario.bind({**sandbox.placeholders(), **carry_placeholders(CARRY_A=self.pair.a.kind, CARRY_B=self.pair.b.kind)})
+            if (why := self.pair.not_applicable(scenario)) is not None:
+                outcome.status, outcome.reason = "skip", why
+                return outcome
+            sc = scenario.bind({**sandbox.placeholders(), **self.pair.carry()})
             actions.place_given(sandbox, sc.given)
             before = snapshot(sandbox.root)
             env = sandbox.env(sc.clock.tz)

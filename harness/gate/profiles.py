@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from ..drivers.capabilities import PROFILE_BY_KIND
 from ..drivers.peers import PeerSpec, start_driver
 from .scenarios import PROFILES, Scenario
 
-BY_KIND = {"python": "openpi", "pi": "openpi", "opencode": "shared-store"}
+BY_KIND = PROFILE_BY_KIND
 
 
 class ProfileError(Exception):

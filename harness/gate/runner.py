@@ -20,14 +20,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from ..drivers import actions, hangwatch
+from ..drivers import actions, capabilities, hangwatch
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles import hazards, lock_leftover
 from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
 from ..oracles.findings import Finding
-from ..oracles.shared_checks import carry_placeholders
 from .scenarios import Scenario, iso_instant
 
 __all__ = ["Outcome", "Worker", "run_all", "run_until_interrupted"]
@@ -72,8 +71,10 @@ class Worker:
         strict: bool = False,
         tmp_parent: str | None = None,
         real_time: bool = False,
+        caps: capabilities.Capabilities | None = None,
     ) -> None:
         self.spec, self.timeout, self.validate, self.strict = spec, timeout, validate, strict
+        self.caps = caps  # what the driver declared (read from its first hello when not given)
         self.real_time = real_time  # never virtual time, even where the driver offers it
         self.sandbox = Sandbox.create(tmp_parent)
         self.driver: Driver | None = None
@@ -126,6 +127,14 @@ class Worker:
             self.driver.close()
             self.driver = None
         self.sandbox.remove()
+
+    def _capabilities(self) -> capabilities.Capabilities:
+        """What the driver declared; its first start tells when the command did not say."""
+        if self.caps is None:
+            if self.driver is None:
+                self.driver = self._start()
+            self.caps = capabilities.of(self.driver.hello, self.spec.name, self.spec.kind)
+        return self.caps
 
     # --- clock ---------------------------------------------------------------------------
 
@@ -234,7 +243,11 @@ class Worker:
                 outcome.status, outcome.reason = "skip", why
                 return outcome
             actions.wipe(self.sandbox)
-            sc = scenario.bind({**self.sandbox.placeholders(), **carry_placeholders(CARRY=self.spec.kind)})
+            caps = self._capabilities()
+            if (why := not_applicable(scenario, caps)) is not None:
+                outcome.status, outcome.reason = "skip", why
+                return outcome
+            sc = scenario.bind({**self.sandbox.placeholders(), "CARRY": caps.carry_tag})
             actions.place_given(self.sandbox, sc.given)
             before = snapshot(self.sandbox.root)
             known = self.driver.ops if self.driver is not None else set()
@@ -287,6 +300,28 @@ class Worker:
         return outcome
 
 
+def not_applicable(sc: Scenario, caps: capabilities.Capabilities) -> str | None:
+    """Why ``sc`` does not apply to a tool with ``caps`` (a skip, never a finding), or None:
+    carry-over (a scenario citing SS-CARRY or S-MIGRATE) for a tool that declares no local store."""
+    if any(c.startswith(("SS-CARRY-", "S-MIGRATE-")) for c in sc.clauses):
+        return capabilities.carry_applies(caps)
+    return None
+
+
+SKIPPED_FOR = ("driver lacks op", "A (", "B (", "not applicable")
+"""Skip reasons that mean a missing op or capability (a cross pair's names the side), not a
+``--skip`` or a missing strace."""
+
+
+def coverage(outcomes: list[Outcome], caps: capabilities.Capabilities, profile: str) -> dict[str, Any]:
+    """A report's ``capabilities`` section from a run's outcomes: the scenarios skipped for a
+    missing op or capability, and the clauses (of ``profile``) no executed scenario judged."""
+    ran = [o.scenario.clauses for o in outcomes if o.status not in ("skip", "error")]
+    not_run = [capabilities.NotRun(o.scenario.id, o.reason, tuple(o.scenario.clauses)) for o in outcomes
+               if o.status == "skip" and o.reason.startswith(SKIPPED_FOR)]
+    return capabilities.coverage_section(caps, not_run, profile, ran)
+
+
 def _wait_stderr(driver: Driver, needles: tuple[str, ...], seconds: float = 2.0) -> str:
     """Stderr arrives on its own pipe; wait (bounded) for the lines we expect.
 
@@ -318,6 +353,7 @@ def run_all(
     strict: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
     real_time: bool = False,
+    caps: capabilities.Capabilities | None = None,
 ) -> list[Outcome]:
     """Run every scenario; one persistent driver per worker thread.
 
@@ -329,7 +365,7 @@ def run_all(
     results: dict[str, Outcome] = {}
 
     def work() -> None:
-        worker = Worker(spec, timeout=timeout, validate=validate, strict=strict, real_time=real_time)
+        worker = Worker(spec, timeout=timeout, validate=validate, strict=strict, real_time=real_time, caps=caps)
         try:
             while True:
                 with lock:

@@ -11,6 +11,7 @@ import sys
 
 from ..checker.linearize import UNKNOWN
 from ..commands.common import SetupError, conclude, export_dir, new_report
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import summary_line
 from ..writers.engine import ADVERSARIAL_TOPICS, TOPICS, WriterStats, fresh_history_path
@@ -66,6 +67,8 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
     except ScheduleError as e:
         raise SetupError(str(e)) from None
     impls = preflight(peers, timeout=args.timeout)
+    for info in impls:  # one line naming the missing op, before any writer starts (issue 30 item 3)
+        capabilities.require_command(capabilities.of_impl(info), "interop")
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     history_path = args.history or fresh_history_path()
     run_report = new_report(args, impls)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.common import SetupError, conclude, new_report
+from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..oracles.findings import Finding
 from . import export as nx
@@ -88,6 +89,9 @@ def run_race_replay(args: argparse.Namespace, files: list[Path]) -> int:
     for reg in regs:
         peers = rf.resolve(reg, given)
         impls = preflight(list(dict.fromkeys(peers)), timeout=args.timeout)
+        for info in impls:  # a refused set_clock replayed is no race: refuse up front (issue 32)
+            if why := capabilities.script_needs(capabilities.of_impl(info), [o for w in reg.situation.ops for o, _ in w]):
+                raise capabilities.Missing(f"replay {reg.path.name} on {info.spec}: {why}")
         labels = {i.spec: f"{i.name} {i.version}" for i in impls}
         if run_report is None:
             run_report = new_report(args, impls)

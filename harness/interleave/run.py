@@ -239,7 +239,7 @@ class _Engine:
     def _apply_clock(self, slot: Slot) -> None:
         with slot.lock:
             skew, slot.clock_ms = slot.clock_ms, None
-        if skew is not None and slot.driver is not None:
+        if skew is not None and slot.driver is not None and "offset" in slot.driver.clock_modes:  # as declared
             try:
                 slot.driver.call("set_clock", {"now": _iso(time.time_ns() // 1_000_000 + skew), "mode": "offset"})
             except DriverError as e:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..drivers import capabilities
 from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
@@ -163,8 +164,10 @@ class DriverPool:
         out: list[Driver] = []
         for i, spec in enumerate(specs):
             d = self.slots[i] if i < len(self.slots) else None
+            # a reset into the new sandbox only where hello declares reset_env (issue 32); else a fresh writer
             if d is not None and (d.spec != spec or d.proc is None or d.proc.poll() is not None
-                                  or "reset" not in d.ops or not d.call("reset", {"env": _env(sb, hardened)}).ok):
+                                  or not capabilities.of(d.hello).fresh_by_reset(with_env=True)
+                                  or not d.call("reset", {"env": _env(sb, hardened)}).ok):
                 _end(d)
                 d = None
             if d is None:
@@ -392,6 +395,8 @@ def _call(w: _Writer, timeout: float | None = None) -> None:
         return
     op.result = answer.result if answer.ok else answer.error
     op.type = _classify(answer.ok, op.result)
+    if answer.outcome is not None:  # a declared kind, not the text: a reworded busy is no ok (issue 32)
+        op.type = "fail" if answer.outcome.get("kind") == "busy" else op.type
     w.traced.events.put(Event("done", note="" if answer.clock_ms is None else str(answer.clock_ms)))
 
 

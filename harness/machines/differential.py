@@ -23,12 +23,23 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from ..drivers.peers import Answer, Driver, PeerSpec, configured_peers, start_driver
+from ..drivers.peers import (
+    Answer,
+    Driver,
+    DriverError,
+    PeerSpec,
+    PeerUnavailable,
+    configured_peers,
+    preflight,
+    start_driver,
+)
 from ..drivers.sandbox import Sandbox, snapshot
+from ..gate.profiles import ProfileError, default_profile
 from ..gate.regressions import content
 from ..gate.scenarios import DEFAULT_NOW_MS
 from ..oracles.expect import normalise_files
 from ..oracles.grammar import parse
+from ..oracles.outcome_kind import KIND_OPS, SAME_DETAIL, outcome_of
 from . import strategies as S
 from .base import CONFIG, Machine, assert_same_files, guarded
 
@@ -121,23 +132,31 @@ class _Pool:
 atexit.register(_Pool.close)
 
 
-def configure_peer(spec: PeerSpec | None) -> None:
-    """Choose the peer the machine compares the reference with (None: the environment's)."""
+def configure_peer(spec: PeerSpec | None, by_kinds: bool = False) -> None:
+    """Choose the peer the machine compares the reference with (None: the environment's), and
+    whether it is judged by the shared-store profile (``by_kinds``)."""
     DifferentialMachine.peer = spec
+    DifferentialMachine.by_kinds = by_kinds
 
 
 def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
-    """Compare the reference with ``spec`` byte for byte (unsupported ops are skipped steps).
-
-    The comparison is the ``openpi`` profile's: result texts and files at openpi's paths.
-    OpenCode keeps its store elsewhere and words its results its own way (SPEC §20 PEER-1,
-    PEER-12..14), so every step would differ by design and the run would say nothing true
-    about it: it is refused, not run.
+    """Compare the reference with ``spec`` (unsupported ops are skipped steps), by the profile
+    it is judged by: under ``openpi`` result texts and files at openpi's paths; under any other
+    (a driver whose hello declares shared-store) outcome kinds and the shared store only.
+    OpenCode is refused: its listed deviations from the reference's bytes would each be a
+    difference, and the shared_store machine judges it by the contract instead.
     """
     if spec.kind == "opencode":
-        return ("compares byte for byte under the openpi profile, where OpenCode differs by "
-                "design (PEER-1 paths, PEER-12..14 result texts)")
-    configure_peer(spec)
+        return ("compares the shared store with the reference's byte for byte, where OpenCode's listed deviations "
+                "(KNOWN_DEVIATIONS.md: its append heading, its [stale?] handling) would each be a difference; the "
+                "shared_store machine judges it by the contract")
+    try:
+        info = preflight([spec], timeout=timeout)[0]
+        profile = default_profile(spec, info.hello)
+    except (PeerUnavailable, DriverError, ProfileError) as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    # a co-writer judged by the shared-store contract: outcome kinds and the shared store only
+    configure_peer(spec, by_kinds=profile != "openpi")
     return None
 
 
@@ -146,6 +165,12 @@ def current_peer() -> PeerSpec | None:
         return DifferentialMachine.peer
     peers = [p for p in configured_peers() if p.kind == "pi"]
     return peers[0] if peers else None
+
+
+def _kind(outcome: str) -> str:
+    """An outcome with the details both tools may say for one thing made the same."""
+    kind, _, detail = outcome.partition(":")
+    return f"{kind}:{SAME_DETAIL.get(detail, detail)}" if detail else kind
 
 
 def _short(value: object) -> str:
@@ -167,6 +192,10 @@ class DifferentialMachine(Machine):
     CLAUSES = ("S-WRITE-12", "S-IDX-4", "S-DISP-5")
     EXAMPLES_SCALE = 1.0
     peer: ClassVar[PeerSpec | None] = None
+    by_kinds: ClassVar[bool] = False
+    """The shared-store profile (issue 32): a store op's outcome kind, not its text, and the
+    shared store's files, not openpi's local layout; the store always shared, the readers
+    (whose results are each tool's own words) and the tool's private configuration left out."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -176,7 +205,7 @@ class DifferentialMachine(Machine):
         self.ref, self.other = _Pool.pair(spec)
         self.now = NOW_MS
         self.unsupported = False
-        self.shared = False
+        self.shared = self.by_kinds
         self.stale_days = 180
         for side in (self.ref, self.other):
             side.fresh(self.now)
@@ -191,6 +220,8 @@ class DifferentialMachine(Machine):
 
     def _both(self, op: str, args: dict[str, Any]) -> Any:
         """Send one op to both; they must agree (results exactly, errors by kind and code)."""
+        if self.by_kinds:
+            return self._both_kinds(op, args)
         a = self.ref.normalised(_answer(self.ref.driver.call(op, args)))
         b = self.other.normalised(_answer(self.other.driver.call(op, args)))
         if "unsupported" in (a.get("kind"), b.get("kind")):
@@ -208,6 +239,24 @@ class DifferentialMachine(Machine):
                 f"  reference: {a!r}\n  {self.other.spec.kind}: {b!r}"
             )
         return a.get("result")
+
+    def _both_kinds(self, op: str, args: dict[str, Any]) -> Any:
+        """The shared-store profile: a store op's outcome kinds must agree (SS-OUT-1); any
+        other op is not judged (its result is the tool's own words) and not sent."""
+        if op not in KIND_OPS:
+            self.unsupported = True
+            return None
+        a, b = self.ref.driver.call(op, args), self.other.driver.call(op, args)
+        if b.error is not None and b.error.get("kind") == "unsupported":
+            self.unsupported = True
+            return None
+        ka = _kind(outcome_of("memconform-reference", op, a))
+        kb = _kind(outcome_of(str(self.other.driver.hello.get("impl", "")), op, b))
+        self.recorder.step(op, args)["expect"] = {"outcome": ka}
+        if ka != kb:
+            raise AssertionError(f"{op} {json.dumps(args, ensure_ascii=False)}: outcome kind: reference {ka} vs "
+                                 f"{self.other.spec.kind} {kb} (SS-OUT-1)")
+        return a.result if a.ok else None
 
     def _put(self, rel: str, data: bytes) -> None:
         for side in (self.ref, self.other):
@@ -240,7 +289,7 @@ class DifferentialMachine(Machine):
     @initialize(stale_days=st.sampled_from((180, 0, 2)))
     @guarded
     def configure(self, stale_days: int) -> None:
-        self.stale_days = stale_days
+        self.stale_days = 180 if self.by_kinds else stale_days  # a co-writer's configuration is its own
         for side in (self.ref, self.other):
             (side.sandbox.root / "agent/memory.jsonc").write_bytes(self._config())
         self.recorder.given_file("agent/memory.jsonc", self._config())
@@ -326,6 +375,9 @@ class DifferentialMachine(Machine):
     @rule()
     @guarded
     def toggle_shared(self) -> None:
+        if self.by_kinds:  # a co-writer writes the shared store; its local one is its own
+            self.executed("toggle_shared", "not judged under the shared-store profile", ran=False)
+            return
         self.shared = not self.shared
         self._put("agent/memory.jsonc", self._config())
         self.executed("toggle_shared")
@@ -374,6 +426,12 @@ class DifferentialMachine(Machine):
     @invariant()
     @guarded
     def same_files(self) -> None:
+        if self.by_kinds:  # the shared store only: a co-writer's private files are its own (SS-LAYOUT-1)
+            shared = STORE_DIRS[1] + "/"
+            assert_same_files({k: v for k, v in self.ref.files().items() if k.startswith(shared)},
+                              {k: v for k, v in self.other.files().items() if k.startswith(shared)},
+                              "reference:", f"{self.other.spec.kind}:", "shared stores differ")
+            return
         assert_same_files(self.ref.files(), self.other.files(), "reference:", f"{self.other.spec.kind}:")
 
     def scenario_for(self, error: BaseException) -> dict[str, Any] | None:

@@ -33,12 +33,13 @@ from typing import ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
+from ..drivers import capabilities
 from ..drivers.peers import DriverError, PeerSpec, PeerUnavailable, preflight
 from ..faults.strace import strace_unavailable
 from ..interleave import race_files
 from ..interleave.races import CLAUSES, SITUATIONS, situation, target
 from ..interleave.run import HARDENED_ENV
-from ..interleave.scheduler import DriverPool, RunResult, run_schedule
+from ..interleave.scheduler import DriverPool, RunResult, Situation, run_schedule
 from ..interleave.strategies import Choices, switches
 from ..oracles.findings import VIOLATION, Finding
 from .base import Machine, _is_final_run, export_dir, guarded
@@ -73,6 +74,7 @@ class _Writers:
     kind: ClassVar[dict[str, str]] = {"kind": "python", "name": "memconform-reference", "version": "unknown"}
     timeout: ClassVar[float] = 30.0
     pool: ClassVar[DriverPool | None] = None
+    caps: ClassVar[capabilities.Capabilities | None] = None  # what the bound driver declared (None: the reference)
     first: ClassVar[dict[str, RunResult]] = {}  # per situation: the first failing run, before shrinking
     found_after: ClassVar[int | None] = None  # the examples run when the first one failed
     failed_at: ClassVar[float | None] = None  # when the failure being shrunk was first seen
@@ -111,12 +113,22 @@ def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str |
     _Writers.spec, _Writers.timeout = spec, max(timeout, 30.0)
     _Writers.label = f"{info.name} {info.version}"
     _Writers.kind = {"kind": spec.kind, "name": info.name, "version": info.version}
+    _Writers.caps = capabilities.of_impl(info)
+    if all(not_runnable(s) for s in SITUATIONS):
+        return f"no race situation can run on it ({not_runnable(SITUATIONS[0])})"
     return None
+
+
+def not_runnable(sit: Situation) -> str | None:
+    """Why the bound driver cannot run ``sit`` as it declared itself (skipped, never a finding)."""
+    caps = _Writers.caps
+    return None if caps is None else capabilities.script_needs(caps, [op for script in sit.ops for op, _ in script])
 
 
 def unbind() -> None:
     _Writers.close()
     _Writers.spec = PeerSpec("python")
+    _Writers.caps = None
 
 
 def hardened() -> bool:
@@ -152,6 +164,9 @@ class LockProtocolMachine(Machine):
             # the shrinker stops here).  Not ``reject()``: an example rejected by the clock would
             # draw differently from the same choices later, which Hypothesis calls flaky.
             self.executed("schedule", f"{name}: not run (shrinking budget spent)", ran=False)
+            return
+        if (why := not_runnable(situation(name))) is not None:  # same answer every time: not flaky
+            self.executed("schedule", f"{name}: not run ({why})", ran=False)
             return
         self.run = run = run_schedule([_Writers.spec], situation(name), Choices(choices), hardened=hardened(),
                                       labels={_Writers.spec.name: _Writers.label}, timeout=_Writers.timeout,

@@ -69,9 +69,28 @@ def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str |
     missing = sorted(NEEDED_OPS - ops)
     if missing:
         return f"the driver lacks the ops {', '.join(missing)}"
+    if spec.kind == "node" and (why := _not_openpi(spec, timeout)):
+        return why
     StoreShadowMachine.target_spec = None if spec.kind == "python" else spec
     StoreShadowMachine.target_timeout = timeout
     return None
+
+
+def _not_openpi(spec: PeerSpec, timeout: float) -> str | None:
+    """Why a driver is not judged by the shadow's openpi texts and layout (its hello declares
+    another profile, issue 32), or None."""
+    from ..drivers.peers import DriverError, PeerUnavailable, preflight
+    from ..gate.profiles import ProfileError, default_profile
+
+    try:
+        info = preflight([spec], timeout=timeout)[0]
+        profile = default_profile(spec, info.hello)
+    except (PeerUnavailable, DriverError, ProfileError) as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    if profile == "openpi" and info.hello.get("outcome_kinds") is not True:
+        return None
+    return (f"the shadow predicts openpi's result texts and files; the driver's hello declares the {profile} profile"
+            f"{' and outcome kinds' if info.hello.get('outcome_kinds') is True else ''} (the shared_store machine judges it)")
 
 
 class StoreShadowMachine(Machine):

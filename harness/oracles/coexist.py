@@ -215,14 +215,20 @@ def split_topics(marks: Sequence[Mark]) -> list[Problem]:
     kept: each tool's readers now see half of it (SS-WRITE-1: a topic matching an entry's
     name updates that entry's file)."""
     files: dict[str, dict[str, set[str]]] = {}
+    made: dict[str, tuple[Mark, list[str]]] = {}  # file -> the write that first wrote it, the topic's files before it
     for m in marks:
         topic = m.args.get("topic")
         if m.op != "write_memory" or not m.ok or not isinstance(topic, str):
             continue
+        key = " ".join(topic.lower().split())
         changed = {n for n in set(m.before) | set(m.after) if m.before.get(n) != m.after.get(n)}
         aimed = targets(m.op, m.args, entries(m.before)) | targets(m.op, m.args, entries(m.after))
-        files.setdefault(" ".join(topic.lower().split()), {}).setdefault(m.role, set()).update(
-            _written(m, aimed, changed))
+        # a file the step created counts for this topic only if it is not indexed under another name
+        wrote = {f for f in _written(m, aimed, changed) if _named(entries(m.after).get(f, []), key)}
+        had = sorted(f for f, lines in entries(m.before).items() if _named(lines, key, unindexed=False))
+        for f in wrote:
+            made.setdefault(f, (m, had))
+        files.setdefault(key, {}).setdefault(m.role, set()).update(wrote)
     out = []
     last = marks[-1].after if marks else {}
     for topic, by_role in sorted(files.items()):
@@ -231,8 +237,30 @@ def split_topics(marks: Sequence[Mark]) -> list[Problem]:
         if len(by_role) > 1 and len(kept) > 1:
             shown = "; ".join(f"{role}: {', '.join(sorted(fs))}" for role, fs in sorted(by_role.items()))
             out.append(Problem("split-topic", "SS-WRITE-1", f"topic {topic!r}", "both tools write one file",
-                               shown))
+                               shown + _split_by(kept, made)))
     return out
+
+
+def _named(lines: Sequence[Line], key: str, *, unindexed: bool = True) -> bool:
+    """Entries ``lines`` (of one file) name the topic ``key`` (case and spacing aside); a file
+    with no entry counts when ``unindexed``."""
+    if not lines:
+        return unindexed
+    return any(" ".join(ln.name.lower().split()) == key for ln in lines)
+
+
+def _split_by(kept: set[str], made: Mapping[str, tuple[Mark, list[str]]]) -> str:
+    """The step that made a split: the latest first write of a kept file, and the topic's
+    files the index named before it (so a second file made beside them shows): the verdict
+    names the step and its tool, not only the pair (issue 30 item 4)."""
+    known = [(made[f][0].index, f) for f in kept if f in made]
+    if not known:
+        return ""
+    _, f = max(known)
+    m, had = made[f]
+    before = [h for h in had if h != f]
+    beside = f" while the index already named the topic in {', '.join(before)}" if before else ""
+    return f"; split made by step {m.index} ({m.op} by {m.role}, {m.impl}), which wrote {f}{beside}"
 
 
 def _kept_frontmatter(where: str, f: str, mark: Mark) -> list[Problem]:

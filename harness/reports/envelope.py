@@ -38,6 +38,8 @@ class ImplInfo:
     spec: str
     name: str = "unknown"
     version: str = "unknown"
+    # the whole hello (``harness.drivers.capabilities`` reads what it declares); not reported
+    hello: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass

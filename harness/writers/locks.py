@@ -203,9 +203,19 @@ def _plant(lock: Path, cell: Cell, pid: int, outside: Path, now_ms: int) -> None
         os.utime(lock, ns=(ns, ns), follow_symlinks=False)
 
 
+def store_dir(sb: Sandbox, mode: str, kind: str) -> Path | None:
+    """Where the store of ``mode`` lives for a driver that does not offer ``memory_dir``: the
+    shared store is the contract's (SS-LAYOUT-1); a local store is openpi's layout for the
+    reference and openpi, and unknown for any other tool (None)."""
+    if mode == "shared":
+        return Path(sb.shared_dir)
+    return Path(sb.local_dir) if kind in ("python", "pi") else None
+
+
 def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bool = False) -> CellResult:
     """One cell; in virtual time where the driver offers it (its waits cost no wall time and
-    are measured exactly), on the real clock with ``real_time``."""
+    are measured exactly), on the real clock with ``real_time``.  The store's folder is what
+    ``memory_dir`` answers, or without that op the contract's shared store (issue 30 item 3)."""
     sb = Sandbox.create()
     expected = spec_verdict(cell)
     try:
@@ -218,13 +228,19 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
             probe = start_driver(spec, env, cwd=str(sb.root), timeout=timeout)
             reuse = not wrapper and "reset" in probe.ops  # reset: as good as a fresh writer
             left: list[Finding] = []
+            found = store_dir(sb, cell.mode, spec.kind)
             try:
                 held = lock_leftover.lock_files(sb.root)
-                directory = Path(str(probe.call("memory_dir").result))
-                left += lock_leftover.check(sb.root, held, {probe.pid}, op=f"memory_dir {cell.name}")
+                if "memory_dir" in probe.ops:
+                    found = Path(str(probe.call("memory_dir").result))
+                    left += lock_leftover.check(sb.root, held, {probe.pid}, op=f"memory_dir {cell.name}")
             finally:
-                if not reuse:
+                if not reuse or found is None:
                     probe.close()
+            if found is None:
+                return CellResult(cell, expected, "skipped", 0.0,
+                                  "its local store's folder is unknown: the driver offers no memory_dir")
+            directory = found
             directory.mkdir(parents=True, exist_ok=True)
             lock = directory / LOCK_NAME
             if lock.exists() or lock.is_symlink():

@@ -132,3 +132,21 @@ def test_one_topic_written_into_two_files_by_the_two_tools_is_a_split() -> None:
     assert [(p.kind, p.clause) for p in found] == [("split-topic", "SS-WRITE-1")]
     same = dict(by_a, **{"dup-2.md": FM + "\nb\n\n## x\n\nfrom a\n\n## y\n\nfrom b\n"})
     assert split_topics([mark(dup, by_a, role="A", i=1, topic="Dup"), mark(by_a, same, role="B", i=2, topic="Dup")]) == []
+
+
+def test_a_split_names_the_step_that_made_it() -> None:
+    """A split verdict names the step whose write made the second file, and says when that
+    file was not the write's target (a carry-over beside it), not only the pair (issue 30 item 4)."""
+    from memconform.harness.oracles.coexist import split_topics
+
+    empty = {"MEMORY.md": "# Memory Index\n"}
+    by_b = {"MEMORY.md": "# Memory Index\n\n- [Alpha](alpha.md) 2026-08-01T00:00:00+00:00 -- b\n", "alpha.md": FM + "\nb\n"}
+    carried = dict(by_b, **{"alpha-opim.md": FM + "\nlocal\n", "beta.md": FM + "\nbeta\n",
+                            "MEMORY.md": by_b["MEMORY.md"] + "- [Alpha](alpha-opim.md) 2026-08-01T00:00:00+00:00 -- l\n"
+                                                         "- [Beta](beta.md) 2026-08-01T00:00:00+00:00 -- beta\n"})
+    found = split_topics([mark(empty, by_b, role="B", i=1, topic="Alpha"),
+                          mark(by_b, carried, role="A", i=2, topic="Alpha", content="x")])
+    assert len(found) == 1
+    assert found[0].actual.startswith("A: alpha-opim.md; B: alpha.md")  # beta.md, another topic, is no part of it
+    assert found[0].actual.endswith("split made by step 2 (write_memory by A, tool-A), which wrote alpha-opim.md "
+                                    "while the index already named the topic in alpha.md")
