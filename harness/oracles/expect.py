@@ -196,6 +196,12 @@ def check_then(then: Then, before: dict[str, bytes], after: dict[str, bytes], ro
                 out.append(Failure("sandbox", "unchanged", ", ".join(changed[:10]), "files changed"))
         elif before.get(rel) != after.get(rel):
             out.append(Failure(f"file {rel}", show(before.get(rel)), show(after.get(rel)), "changed"))
+    for d, texts in then.excludes.items():
+        prefix = d.rstrip("/") + "/"
+        for rel in sorted(k for k in after if k.startswith(prefix)):
+            for text in texts:
+                if text.encode("utf-8") in after[rel]:
+                    out.append(Failure(f"file {rel}", f"no {text!r}", show(after[rel]), "outside text in the store"))
     out += _check_modes(then, root)
     out += [Failure(*f) for f in store_failures(then.store, after)]
     listed = set(then.files) | set(then.present) | set(then.store)
