@@ -187,7 +187,8 @@ class CrossWorker:
         problems = [p for m in marks for p in coexist.check_step(m)] + coexist.flip_flops(marks) \
             + coexist.split_topics(marks)
         for p in problems:
-            outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
+            if p.fails:
+                outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
             key = (p.kind, p.where)
             if any((f.kind, f.op) == key for f in outcome.findings):
                 continue

@@ -15,12 +15,6 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-from memconform.harness.writers.engine.engine import (
-    InteropResult,
-    WriterStats,
-    findings,
-    fresh_history_path,
-)
 
 from memconform.harness import cli
 from memconform.harness.checker.history import History
@@ -33,6 +27,12 @@ from memconform.harness.oracles.findings import HAZARD, Finding
 from memconform.harness.oracles.invariants import Violation
 from memconform.harness.reports import scenarios as report
 from memconform.harness.reports.envelope import SCHEMA_PATH, RunReport
+from memconform.harness.writers.engine import (
+    InteropResult,
+    WriterStats,
+    findings,
+    fresh_history_path,
+)
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 FAKE_DRIVER = Path(__file__).resolve().parent / "fake_driver.mjs"
