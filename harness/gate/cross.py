@@ -25,7 +25,14 @@ from ..drivers import actions
 from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles import coexist, lock_leftover
-from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from ..oracles.expect import (
+    Failure,
+    check_answer,
+    check_then,
+    coverage_reason,
+    uncovered,
+    unexpected_write,
+)
 from ..oracles.findings import HAZARD, Finding
 from ..oracles.shared_checks import carry_placeholders
 from .runner import Outcome
@@ -128,7 +135,9 @@ class CrossWorker:
             then = replace(sc.then, ignore=(*sc.then.ignore, *OWN_FILES))
             outcome.failures += check_then(then, before, after, sandbox.root)
             left_out = uncovered(then, before, after, written)
-            if left_out:
+            if left_out and {self.pair.a.kind, self.pair.b.kind} != {"python"}:
+                outcome.failures.append(unexpected_write(left_out))  # a tool of the pair wrote it, not the reference
+            elif left_out:
                 outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
                                                 coverage_reason(left_out)))
         except DriverError as e:

@@ -25,7 +25,14 @@ from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles import hazards, lock_leftover
-from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from ..oracles.expect import (
+    Failure,
+    check_answer,
+    check_then,
+    coverage_reason,
+    uncovered,
+    unexpected_write,
+)
 from ..oracles.findings import Finding
 from ..oracles.shared_checks import carry_placeholders
 from .scenarios import Scenario, iso_instant
@@ -255,9 +262,13 @@ class Worker:
             outcome.files = after
             outcome.failures += check_then(sc.then, before, after, self.sandbox.root)
             if not sc.is_regression and (left_out := uncovered(sc.then, before, after, written)):
-                # a gap in the scenario; when the implementation already failed it, the failure
-                # says more, and the unpinned files are one more line of it
-                if outcome.failures:
+                if self.spec.kind != "python":
+                    # the reference leaves every changed file pinned (the corpus runs on it): a
+                    # file only this implementation changed is its own unexpected write
+                    outcome.failures.append(unexpected_write(left_out))
+                elif outcome.failures:
+                    # a gap in the scenario; the reference's failure says more, and the unpinned
+                    # files are one more line of it
                     outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
                                                     coverage_reason(left_out)))
                 else:

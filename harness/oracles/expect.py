@@ -251,10 +251,24 @@ def uncovered(
     return out
 
 
+UNEXPECTED_WRITE = "unexpected-write"
+
+
+def _head(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+
+
 def coverage_reason(paths: list[str]) -> str:
-    """The scenario error for changed files ``then`` leaves out."""
-    head = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
-    return f"scenario error: {head} changed but `then` neither pins nor ignores it"
+    """The scenario error for changed files ``then`` leaves out, when the reference changed
+    them: the reference defines what a scenario must pin, so the gap is the scenario's."""
+    return f"scenario error: {_head(paths)} changed but `then` neither pins nor ignores it"
+
+
+def unexpected_write(paths: list[str]) -> Failure:
+    """Files another implementation changed that the scenario lets no step change: the tool's
+    failure, naming them (the corpus runs on the reference, which leaves no such file)."""
+    return Failure(f"files {_head(paths)}", "unchanged: the scenario lets no step change them", "changed",
+                   f"{UNEXPECTED_WRITE}: the implementation changed {_head(paths)}")
 
 
 def _check_modes(then: Then, root: Path) -> list[Failure]:

@@ -112,7 +112,7 @@ def test_a_second_bug_inside_a_listed_deviation_is_a_violation(tmp_path: Path, m
     [sc] = two["scenarios"]  # type: ignore[misc]
     assert (two["code"], sc["status"]) == (1, "fail"), sc
     assert "lists another difference" in sc["reason"] and "also differs: store home/.agents/memory/MEMORY.md" in sc["reason"], sc["reason"]
-    assert [f["kind"] for f in two["findings"]] == ["deviation"]  # type: ignore[index]
+    assert [f["kind"] for f in two["findings"]] == ["mismatch"]  # type: ignore[index]
     assert two["findings"][0]["severity"] == "violation"  # type: ignore[index]
 
 

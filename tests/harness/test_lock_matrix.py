@@ -6,17 +6,17 @@ import ast
 from pathlib import Path
 
 import pytest
-from memconform.harness.writers.engine.locks import (
+
+from memconform.harness.drivers.peers import PeerSpec, configured_peers
+from memconform.harness.writers import engine as writers
+from memconform.harness.writers import locks
+from memconform.harness.writers.locks import (
     Cell,
     cells,
     run_matrix,
     spec_verdict,
     two_reclaimers_race,
 )
-
-from memconform.harness.drivers.peers import PeerSpec, configured_peers
-from memconform.harness.writers.engine import engine as writers
-from memconform.harness.writers.engine import locks
 
 LOCAL = cells(("local",))
 # Shared mode waits 3 s per busy cell; CI takes every non-busy cell and one busy cell per content.
@@ -83,9 +83,8 @@ def test_matrix_and_writers_judge_without_the_reference() -> None:
 def test_matrix_findings_hazards_by_default_violations_for_a_wrong_verdict() -> None:
     """The matrix's findings from its rows alone: an outage of a minute or for ever is an
     ``unavailable`` hazard naming the state; a verdict SPEC forbids is a violation."""
-    from memconform.harness.writers.engine.locks import CellResult
-
     from memconform.harness.commands.locks import findings_of
+    from memconform.harness.writers.locks import CellResult
 
     directory = Cell("directory", "-", 0, "local")
     empty = Cell("empty", "-", 0, "shared")
@@ -108,9 +107,8 @@ def test_a_shared_store_co_writer_answers_busy_within_ss_lock_5_not_openpis_wind
     """SS-LOCK-5: in the shared store a co-writer answers busy within about 5 s (OpenCode waits
     2 + 1 + 2 s, PEER-2); openpi's contract keeps S-LOCK-7's 3 s window. OpenCode's 5.05 s is
     timely as a co-writer and late by openpi's contract; 7 s is late by both, named SS-LOCK-5."""
-    from memconform.harness.writers.engine.locks import CellResult, busy_window
-
     from memconform.harness.commands.locks import findings_of
+    from memconform.harness.writers.locks import CellResult, busy_window
 
     alive = Cell("valid", "alive", 0, "shared")
     assert busy_window(alive, "shared-store") == (0.0, 5.0) and busy_window(alive, "openpi") == (3.0, 3.0)
