@@ -831,6 +831,99 @@ for oname, make in IO_WRITES.items():
     SCENARIOS[-1]["then"]["invariants"] = ["leftovers", "unique"]
 
 
+
+# ---------------------------------------------------------------- untidy stores (issue 30 item 9)
+# Co-writers leave stores that are not tidy: two lines for one file, a tombstoned file a new topic
+# of another name slugs to, entries whose file another tool removed or replaced.  Every write,
+# remove, pin and repair clause is judged starting from them too, not only from clean stores.
+DUP_A = entry("Dup", "dup.md", "older", "2026-07-01T00:00:00+00:00")
+DUP_B = entry("Dup", "dup.md", "newer", OLD)
+DUP_FILE = fm("Dup", "newer", "\ndup body\n", OLD, OLD)
+UNTIDY_OTHER = entry("Other", "other.md", "other", OLD)
+OTHER_F = fm("Other", "other", "\nother body\n", OLD, OLD)
+DUP_IDX = HEAD + DUP_A + "\n" + DUP_B + "\n" + UNTIDY_OTHER
+add("untidy/duplicate-lines-write-leaves-one-entry", ["SS-WRITE-1", "SS-IDX-5", "SS-FMT-2", "S-IDX-3", "S-IDX-4", "S-WRITE-12"],
+    "Two lines for one file (a co-writer's race): a write of that topic updates the file and leaves exactly one entry for it.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [write("Dup", "more", "v3")],
+    {"MEMORY.md": HEAD + entry("Dup", "dup.md", "v3") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "dup.md": fm("Dup", "v3", "\ndup body\n\n## ${STAMP}\n\nmore\n", OLD)})
+add("untidy/duplicate-lines-remove-drops-the-found-entry", ["SS-REMOVE-1", "SS-TOMB-1", "SS-IDX-5", "S-REMOVE-4", "S-IDX-4"],
+    "Two lines for one file: removing the topic drops the line it finds, keeps the file and lists it once; the other "
+    "line goes too (OpenCode) or stays (openpi, the reference: S-REMOVE-4), which the gate reports as a "
+    "`removal-undone` hazard, since the removed topic is still indexed.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [op("remove_memory", "ok", topic="Dup")],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F, ".ocl-removed": "dup.md\n"})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": re.escape(HEAD) + "(" + re.escape(DUP_B + "\n") + ")?" + re.escape(UNTIDY_OTHER)}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
+add("untidy/duplicate-lines-pin-keeps-one-pinned-entry", ["SS-PIN-1", "SS-IDX-4", "SS-IDX-5", "S-PIN-2", "S-IDX-4"],
+    "Two lines for one file, the newer second: pinning the topic pins the line it finds; maintenance keeps one line, "
+    "pinned (the newer line pinned) or not (the older pinned line lost, SS-IDX-4 allows it) — the answer is ok either way.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [op("pin_memory", "ok", topic="Dup", pin=True)],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": re.escape(HEAD) + r"- \[Dup\]\(dup\.md\)( \[pin\])? "
+                                    + r"2026-0[78]-01T00:00:00\+00:00 -- (older|newer)\n" + re.escape(UNTIDY_OTHER)}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
+TOMB_NOTES = fm("Old Notes", "old notes", "\nold notes body\n", OLD, OLD)
+add("untidy/tombstoned-file-of-another-topic-not-taken-over", ["SS-NAME-2", "SS-TOMB-2", "SS-WRITE-1", "S-WRITE-7", "S-TOMB-4", "PEER-12"],
+    "`notes.md` was removed (listed, kept, unindexed) and belongs to topic `Old Notes`; a new topic `Notes` slugs to it: "
+    "the write takes `notes-2.md`, never overwrites the removed file, and leaves its tombstone alone.",
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n"},
+    [write("Notes", "mine", "m")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER + "\n" + entry("Notes", "notes-2.md", "m"), "other.md": OTHER_F, "notes.md": TOMB_NOTES,
+     ".ocl-removed": "notes.md\n", "notes-2.md": fm("Notes", "m", "\nmine\n")})
+add("untidy/tombstoned-file-of-the-same-topic-written-again", ["SS-TOMB-2", "SS-WRITE-1", "SS-FMT-1", "S-WRITE-12", "S-TOMB-4", "PEER-6"],
+    "`notes.md` was removed (listed, kept, unindexed) and belongs to topic `Notes`; writing `Notes` again reuses it and "
+    "takes it off the removal list.",
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, "notes.md": fm("Notes", "old", "\nold\n", OLD, OLD),
+     ".ocl-removed": "notes.md\n"},
+    [write("Notes", "new", "again", mode="replace")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER + "\n" + entry("Notes", "notes.md", "again"), "other.md": OTHER_F,
+     "notes.md": fm("Notes", "again", "\nnew\n", OLD), ".ocl-removed": ""})
+ORPHAN_IDX = HEAD + entry("Gone", "gone.md", "gone", OLD) + "\n" + UNTIDY_OTHER
+add("untidy/orphan-entry-write-recreates-its-file", ["SS-WRITE-1", "SS-IDX-5", "S-WRITE-6", "S-IDX-3"],
+    "Another tool deleted `gone.md` but left its entry: a write of `Gone` creates the file again under the entry's name, "
+    "one entry.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [write("Gone", "back", "back")],
+    {"MEMORY.md": HEAD + entry("Gone", "gone.md", "back") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "gone.md": fm("Gone", "back", "\nback\n")})
+add("untidy/orphan-entry-remove-records-it", ["SS-REMOVE-1", "SS-TOMB-1", "SS-IDX-5", "S-REMOVE-4"],
+    "Another tool deleted `gone.md` but left its entry: removing `Gone` drops the entry and lists the name.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [op("remove_memory", "ok", topic="Gone")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, ".ocl-removed": "gone.md\n"})
+add("untidy/orphan-entry-pin-leaves-no-entry", ["SS-PIN-1", "SS-PIN-2", "SS-IDX-5", "S-PIN-4", "S-IDX-4"],
+    "Another tool deleted `gone.md` but left its entry: pinning `Gone` finds the entry, and maintenance drops it as an "
+    "orphan; no file is created.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [op("pin_memory", "ok", topic="Gone", pin=True)],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F})
+REPLACED = "---\nname: \"Someone Else\"\ndescription: \"theirs\"\n---\ntheirs\n"
+add("untidy/entry-whose-file-another-topic-replaced-is-updated-in-place", ["SS-WRITE-1", "SS-FMT-1", "S-WRITE-6", "S-WRITE-9"],
+    "Another tool replaced `mine.md` with a file naming another topic while the entry `Mine` still names it: a write of "
+    "`Mine` follows the entry (the index decides, SS-WRITE-1) and rewrites the frontmatter's name.",
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md": REPLACED, "other.md": OTHER_F},
+    [write("Mine", "mine again", "m2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "m2") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "mine.md": "---\nname: \"Mine\"\ndescription: \"m2\"\nlast_updated: " + TS + "\ncreated: " + TS + "\n---\n\nmine again\n"})
+add("untidy/entry-whose-file-became-a-directory-is-refused", ["SS-IO-2", "SS-WRITE-1", "S-WRITE-8", "PEER-12"],
+    "Another tool (or a restore) put a directory where `mine.md` was: a write of `Mine` never writes into it and "
+    "changes nothing.",
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md/x": "x\n", "other.md": OTHER_F},
+    [write("Mine", "m", "m", ["refused", "error"])],
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md/x": "x\n", "other.md": OTHER_F},
+    present=("mine.md",))
+SCENARIOS[-1]["then"]["invariants"] = ["leftovers", "unique"]  # the refused op leaves the foreign entry as it found it
+UNTIDY_REPAIR = HEAD + DUP_A + "\n" + DUP_B + "\n" + entry("Gone", "gone.md", "gone", OLD) + "\n" + UNTIDY_OTHER
+add("untidy/repair-on-a-mixed-store", ["SS-TOMB-4", "SS-IDX-5", "PEER-16", "S-TOMB-5"],
+    "repair (a tool that offers it) on duplicates, an orphan, an unindexed removed file and an unindexed new one: it "
+    "indexes only the new one, never the removed one; duplicates and the orphan are maintenance's.",
+    {"MEMORY.md": UNTIDY_REPAIR, "dup.md": DUP_FILE, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n",
+     "found.md": "---\nname: \"Found\"\ndescription: \"found\"\n---\nfound\n"},
+    [op("repair_memory", "ok")],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n",
+     "found.md": "---\nname: \"Found\"\ndescription: \"found\"\n---\nfound\n"})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": r"(?!.*\(notes\.md\)).*- \[Found\]\(found\.md\).*"}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
+
+
 def main() -> int:
     if OUT.exists():
         shutil.rmtree(OUT)

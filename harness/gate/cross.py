@@ -45,7 +45,6 @@ OWN_FILES = (
     Ignore("agent/*", "each tool's own agent dir (configuration, local store, sentinel): not shared"),
     Ignore("home/.config/*", "OpenCode's own configuration and local store (PEER-1): not shared"),
 )
-STORE = "home/.agents/memory/"
 
 
 def is_cross(sc: Scenario) -> bool:
@@ -62,11 +61,6 @@ def discover_cross(extra: list[Path], only: bool, run: list[str], skip: list[str
             if is_cross(sc):
                 found.setdefault(sc.id, sc)
     return [found[i] for i in sorted(found)]
-
-
-def store_files(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The shared store's own files (top level), store-relative."""
-    return {k[len(STORE):]: v for k, v in files.items() if k.startswith(STORE) and "/" not in k[len(STORE):]}
 
 
 @dataclass
@@ -173,7 +167,7 @@ class CrossWorker:
                     written.update({k: post.get(k) for k in set(pre) | set(post) if pre.get(k) != post.get(k)})
                 outcome.answers.append(None)
                 continue
-            pre_store = store_files(snapshot(sandbox.root))
+            pre_store = coexist.store_files(snapshot(sandbox.root))
             locks = lock_leftover.lock_files(sandbox.root)
             t0 = time.monotonic()
             answer = driver.call(step.op, step.args, timeout=step.timeout)
@@ -187,7 +181,7 @@ class CrossWorker:
             outcome.failures += check_answer(where, answer, step.expect, elapsed, _no_stderr(driver), self.strict,
                                              impl=impl, op=step.op)
             marks.append(coexist.Mark(i, role, _label(driver), step.op, step.args, pre_store,
-                                      store_files(snapshot(sandbox.root)), answer.ok))
+                                      coexist.store_files(snapshot(sandbox.root)), answer.ok))
         return marks, written
 
     def _judge(self, sc: Scenario, marks: list[coexist.Mark], outcome: Outcome) -> None:

@@ -24,7 +24,7 @@ from ..drivers import actions, hangwatch
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
-from ..oracles import hazards, lock_leftover
+from ..oracles import coexist, hazards, lock_leftover
 from ..oracles.expect import (
     Failure,
     check_answer,
@@ -33,7 +33,7 @@ from ..oracles.expect import (
     uncovered,
     unexpected_write,
 )
-from ..oracles.findings import Finding
+from ..oracles.findings import HAZARD, Finding
 from ..oracles.shared_checks import carry_placeholders
 from .scenarios import Scenario, iso_instant
 
@@ -53,6 +53,15 @@ class Outcome:
     files: dict[str, bytes] = field(default_factory=dict)
     op_seconds: float = 0.0  # time inside the scenario's own operations (the rest is overhead)
     findings: list[Finding] = field(default_factory=list)  # hazards seen beside SPEC's verdict
+
+
+def _removal_undone(sc: Scenario, before: dict[str, bytes], after: dict[str, bytes], impl: str,
+                    reproduce: str) -> list[Finding]:
+    """A hazard beside the verdict: a removal SPEC lets leave the topic indexed (SS-REMOVE-1)."""
+    return [Finding("removal-undone", HAZARD, clause="SS-REMOVE-1", impl=impl, path=f"{coexist.SHARED_STORE}{f}",
+                    reproduce=reproduce,
+                    evidence=f"{sc.id}: {f} is listed in .ocl-removed by this run and still indexed: the removal did not take")
+            for f in coexist.removal_undone(coexist.store_files(before), coexist.store_files(after))]
 
 
 def _strace_unavailable() -> str | None:
@@ -261,6 +270,8 @@ class Worker:
             after = snapshot(self.sandbox.root)
             outcome.files = after
             outcome.failures += check_then(sc.then, before, after, self.sandbox.root)
+            outcome.findings += _removal_undone(sc, before, after, f"{self.impl} {self.version}".strip(),
+                                                f"memconform replay {sc.path} --impl {self.spec.name}")
             if not sc.is_regression and (left_out := uncovered(sc.then, before, after, written)):
                 if self.spec.kind != "python":
                     # the reference leaves every changed file pinned (the corpus runs on it): a

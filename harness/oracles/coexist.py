@@ -111,6 +111,23 @@ def tombstones(files: Files) -> set[str]:
     return {p.strip() for p in (_text(files, TOMBSTONES) or "").split("\n") if p.strip()}
 
 
+SHARED_STORE = "home/.agents/memory/"  # the shared store, relative to a sandbox's root
+
+
+def store_files(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The shared store's own files (top level) of a sandbox snapshot, store-relative."""
+    n = len(SHARED_STORE)
+    return {k[n:]: v for k, v in files.items() if k.startswith(SHARED_STORE) and "/" not in k[n:]}
+
+
+def removal_undone(before: Files, after: Files) -> list[str]:
+    """Files a run newly listed in the removal list that the index still names afterwards: the
+    user's removal did not take (SS-REMOVE-1; openpi's and the reference's S-REMOVE-4 drops only
+    the line it found, so a second line for the file survives).  Judged from bytes alone."""
+    listed = tombstones(after) - tombstones(before)
+    return sorted(f for f in listed if f in entries(after))
+
+
 def _topic_files(files: Files) -> set[str]:
     return {
         n for n in files

@@ -107,3 +107,15 @@ def test_ss_io_2_a_taken_temporary_name_is_never_written_through(op: str, tmp_pa
     assert (store_dir / "kept.md").read_text() == "kept\n"
     for p in store_dir.iterdir():
         assert "OUTSIDE-SECRET" not in (p.read_text() if not p.is_symlink() else ""), p
+
+
+def test_then_excludes_finds_outside_text_in_any_store_file_and_nothing_else(tmp_path: Path) -> None:
+    from memconform.harness.gate.scenarios import Then
+    from memconform.harness.oracles.expect import check_then
+
+    then = Then(excludes={"home/.agents/memory": ("OUTSIDE-SECRET",)})
+    clean = {"home/.agents/memory/a.md": b"a\n", "home/outside/x": b"OUTSIDE-SECRET\n"}
+    assert check_then(then, clean, clean, tmp_path) == []
+    leaked = {**clean, "home/.agents/memory/kept.md": b"---\nname: x\n---\nOUTSIDE-SECRET body\n"}
+    (f,) = check_then(then, clean, leaked, tmp_path)
+    assert f.where == "file home/.agents/memory/kept.md" and f.detail == "outside text in the store"
