@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from memconform.harness.writers.engine.engine import findings, interop
 
 from memconform.harness.oracles.findings import VIOLATION
 from memconform.harness.oracles.interop_checks import StoreView
-from memconform.harness.writers.engine import carry_race
+from memconform.harness.writers import carry_race
+from memconform.harness.writers.engine import findings, interop
 
 from .shims import PYTHON, plant
 

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from memconform.harness.writers.engine.availability import LockState, hazard_for
-from memconform.harness.writers.engine.locks import Cell, lock_state, run_cell, scenario_for
 
 from memconform.harness.cli import main
 from memconform.harness.drivers.peers import PeerSpec, configured_peers
@@ -19,6 +17,8 @@ from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.gate.regressions import export
 from memconform.harness.oracles.findings import HAZARD, Finding
 from memconform.harness.reports.envelope import SCHEMA_PATH
+from memconform.harness.writers.availability import LockState, hazard_for
+from memconform.harness.writers.locks import Cell, lock_state, run_cell, scenario_for
 
 PYTHON = PeerSpec("python")
 needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=str(strace_unavailable()))

@@ -7,17 +7,17 @@ import random
 from pathlib import Path
 
 import pytest
-from memconform.harness.writers.engine.engine import (
-    ADVERSARIAL_TOPICS,
-    generate_script,
-    interop,
-    lost_and_duplicated,
-)
 
 from memconform.harness.checker.history import History
 from memconform.harness.checker.linearize import LINEARIZABLE
 from memconform.harness.drivers.peers import PeerSpec, configured_peers
 from memconform.harness.drivers.sandbox import Sandbox
+from memconform.harness.writers.engine import (
+    ADVERSARIAL_TOPICS,
+    generate_script,
+    interop,
+    lost_and_duplicated,
+)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["local", "shared"])

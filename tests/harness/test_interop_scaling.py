@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from memconform.harness.writers.engine.engine import PHASES, TOPICS, next_op
 
 from memconform.harness.checker.history import Event, History, Op
 from memconform.harness.checker.store_model import StoreKindModel, check
@@ -33,6 +32,7 @@ from memconform.harness.cli import main
 from memconform.harness.oracles import kind_model
 from memconform.harness.oracles.interop_checks import StoreView, lost_writes
 from memconform.harness.oracles.tokens import Tokens
+from memconform.harness.writers.engine import PHASES, TOPICS, next_op
 
 TEXTS = {
     "created": 'Created memory topic "{t}" (x.md).', "updated": 'Updated memory topic "{t}" (x.md).',

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from memconform.harness.writers.engine.locks import Cell, run_cell
 
 from memconform.harness.oracles.findings import VIOLATION
 from memconform.harness.oracles.lock_leftover import KIND, findings, leftovers, lock_files, lock_pid
+from memconform.harness.writers.locks import Cell, run_cell
 
 from .shims import PYTHON, cross_failures, failures, plant
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from memconform.harness.writers.engine.engine import prepare_shared
 
 from memconform.harness.drivers.peers import PeerSpec, start_driver
 from memconform.harness.drivers.sandbox import Sandbox
 from memconform.harness.faults.strace import strace_unavailable
 from memconform.harness.interleave import nemesis as nm
+from memconform.harness.writers.engine import prepare_shared
 
 PLUGIN = os.environ.get("MEMCONFORM_OPENCODE_PLUGIN", "")
 needs = pytest.mark.skipif(not PLUGIN or strace_unavailable() is not None,
