@@ -23,6 +23,7 @@ from .checker.history import HistoryError
 from .commands.common import SetupError, check_outputs, interrupted_end, new_report
 from .drivers import interrupt
 from .drivers.peers import DriverError, PeerUnavailable
+from .gate.deviations import DeviationsError
 from .gate.scenarios import ScenarioError
 from .oracles.findings import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_USAGE
 
@@ -105,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return interrupted_end(args, new_report(args))
         except OSError as e:
             return fail(f"interrupted; the report could not be written: {_path_error(e)}", EXIT_INTERRUPTED)
+    except DeviationsError as e:  # a deviations file: its own line, never a "scenario error"
+        return fail(str(e))
     except ScenarioError as e:
         return fail(f"scenario error: {e}")
     except (SetupError, PeerUnavailable, HistoryError) as e:

@@ -11,6 +11,7 @@ memory.jsonc``), judges each op by its outcome kind and the store by its normali
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -705,6 +706,234 @@ for oname, (step, after) in {
         "the outside file is never read, indexed or changed; a topic `Up` is a new file in the store.",
         {"MEMORY.md": UP_IDX, "kept.md": KEPT}, [step], {**after, "kept.md": KEPT}, extra_given={"home/.agents/up.md": SECRET})
     SCENARIOS[-1]["then"]["unchanged"] = ["home/.agents/up.md"]
+
+
+
+# ---------------------------------------------------------------- what the contract answers (issue 30 item 5)
+ELSEWHERE = "home/elsewhere/"
+add("layout/shared-home-follows-the-home-variables", ["SS-LAYOUT-2", "SS-LAYOUT-1", "S-PATH-2", "PEER-1"],
+    "With HOME and both tools' override variables moved to another directory, the shared store moves with them: the "
+    "write lands in «that home»/.agents/memory/ and the store under the old home is untouched.",
+    {"MEMORY.md": HEAD + entry("Decoy", "decoy.md", "decoy", OLD), "decoy.md": "decoy\n"}, [write("Moved", "m", "m")],
+    {"MEMORY.md": HEAD + entry("Decoy", "decoy.md", "decoy", OLD), "decoy.md": "decoy\n"},
+    extra_given={ELSEWHERE + ".agents/memory/MEMORY.md": HEAD})
+SCENARIOS[-1]["env"] = {k: "${ROOT}/" + ELSEWHERE.rstrip("/") for k in ("HOME", "PI_SHARED_MEMORY_HOME", "OCL_SHARED_MEMORY_HOME")}
+SCENARIOS[-1]["then"]["store"].update({ELSEWHERE + ".agents/memory/MEMORY.md": HEAD + "\n" + entry("Moved", "moved.md", "m"),
+                                       ELSEWHERE + ".agents/memory/moved.md": fm("Moved", "m", "\nm\n")})
+SCENARIOS[-1]["then"]["no_other_files"].append(ELSEWHERE + ".agents/memory")
+for days, stamp, flagged in ((181, "2026-02-07", True), (180, "2026-02-08", False)):
+    line = f"- [Aged](aged.md) {stamp}{' [stale?]' if flagged else ''} -- {days} days"
+    add(f"maintenance/default-stale-after-{days}-days-{'flagged' if flagged else 'not-flagged'}",
+        ["SS-IDX-7", "SS-IDX-6", "S-IDX-6", "S-CFG-1", "PEER-11"],
+        f"No tool's configuration sets `stale_after_days`, so each uses 180: an entry {days} whole days old is "
+        f"{'flagged' if flagged else 'not flagged'} (flagged only when older than 180 days).",
+        {"MEMORY.md": HEAD + f"- [Aged](aged.md) {stamp} -- {days} days\n" + entry("O", "o.md", "o", "2026-08-01"),
+         "aged.md": "a\n", "o.md": "o\n"},
+        [op("pin_memory", "ok", topic="O", pin=True)],
+        {"MEMORY.md": HEAD + line + "\n" + entry("O", "o.md", "o", "2026-08-01", pin=True), "aged.md": "a\n", "o.md": "o\n"})
+DUP_NAMES = HEAD + entry("Dup", "foo.md", "first", OLD) + "\n" + entry("dup", "bar.md", "second", OLD)
+FOO, BAR = fm("Dup", "first", "\nfoo body\n", OLD, OLD), fm("dup", "second", "\nbar body\n", OLD, OLD)
+add("names/duplicate-name-write-updates-one-of-its-files", ["SS-WRITE-4", "SS-WRITE-1", "S-WRITE-6", "B-11", "PEER-12"],
+    "Two entries carry the name `Dup` (case-insensitively): a write of `DUP` updates exactly one of their files and "
+    "its line (openpi the last, OpenCode the first), adds no file and no line, and leaves the other as it was.",
+    {"MEMORY.md": DUP_NAMES, "foo.md": FOO, "bar.md": BAR}, [write("DUP", "new", "v2", mode="replace")], {})
+t_ = SCENARIOS[-1]["then"]
+del t_["store"]
+DUP_V2 = fm("DUP", "v2", "\nnew\n", OLD)
+t_["matches"] = {  # the first line's file updated (OpenCode) or the last's (openpi, the reference)
+    D + "MEMORY.md": "|".join(re.escape(s) for s in (
+        HEAD + entry("DUP", "foo.md", "v2") + "\n" + entry("dup", "bar.md", "second", OLD),
+        HEAD + entry("Dup", "foo.md", "first", OLD) + "\n" + entry("DUP", "bar.md", "v2"))),
+    D + "foo.md": re.escape(FOO) + "|" + re.escape(DUP_V2),
+    D + "bar.md": re.escape(BAR) + "|" + re.escape(DUP_V2),
+}
+t_["present"] = [D + "MEMORY.md", D + "foo.md", D + "bar.md"]
+SUMMARY_PIN = entry("Flag", "flag.md", "use [pin] flag", OLD)
+add("pins/pin-token-in-summary-either-reading", ["SS-IDX-8", "SS-TOMB-1", "S-IDX-2", "A-1", "PEER-13"],
+    "An entry whose only `[pin]` is inside its summary: removing it is refused (openpi, the reference: a pin) or done "
+    "(OpenCode: no pin). Either way the store agrees with the answer: refused changes nothing; done drops the line "
+    "and lists the file.",
+    {"MEMORY.md": HEAD + SUMMARY_PIN, "flag.md": "f\n"}, [op("remove_memory", ["refused", "ok"], topic="Flag")], {"flag.md": "f\n"})
+t_ = SCENARIOS[-1]["then"]
+t_["matches"] = {D + "MEMORY.md": "(" + re.escape(HEAD + SUMMARY_PIN) + "|" + re.escape(EMPTIED) + ")"}
+t_["present"] = [D + "MEMORY.md"]
+t_["ignore"] = [{"path": D + ".ocl-removed", "reason": "listed exactly when the tool removed (SS-TOMB-1; the invariants judge it)"}]
+t_["no_other_files"] = []
+t_["invariants"] = ["leftovers", "unique", "regular", "tombstones"]
+PINNED_OLD = entry("Twice", "twice.md", "older, pinned", "2026-08-01", pin=True)
+NEWER = entry("Twice", "twice.md", "newer", "2026-08-02")
+add("pins/pinned-older-duplicate-either-kept-or-dropped", ["SS-IDX-4", "SS-IDX-5", "S-IDX-4", "PEER-11"],
+    "Two lines for one file, the older pinned: maintenance keeps the newer line (SS-IDX-5); its pin is dropped "
+    "(openpi, the reference) or moved onto it (OpenCode). Nothing else changes.",
+    {"MEMORY.md": HEAD + PINNED_OLD + "\n" + NEWER + "\n" + entry("O", "o.md", "o", "2026-08-01"), "twice.md": "t\n", "o.md": "o\n"},
+    [op("pin_memory", "ok", topic="O", pin=True)], {"twice.md": "t\n", "o.md": "o\n"})
+t_ = SCENARIOS[-1]["then"]
+t_["matches"] = {D + "MEMORY.md": re.escape(HEAD + "- [Twice](twice.md)") + r"( \[pin\])? "
+                 + re.escape("2026-08-02 -- newer\n" + entry("O", "o.md", "o", "2026-08-01", pin=True))}
+t_["present"] = [D + "MEMORY.md"]
+
+
+# ---------------------------------------------------------------- SS-IO-2 for every written file (issue 30 item 6)
+# A topic file, the removal list or the index is a symlink to a file outside the store holding
+# recognisable text; every writing op meets it.  The verdict comes from bytes alone (no reader
+# op): the outside file is unchanged, and the store is pinned whole, so the outside text in any
+# store file is a difference.
+IO_KEPT_IDX = HEAD + entry("Kept", "kept.md", "kept", OLD)
+IO_WRITES = {
+    "write-new": lambda t: write("Fresh", "fresh", "fresh", t),
+    "write-append": lambda t: write("Kept", "more", "more", t),
+    "write-replace": lambda t: write("Kept", "more", "more", t, mode="replace"),
+    "remove": lambda t: op("remove_memory", t, topic="Kept"),
+    "pin": lambda t: op("pin_memory", t, topic="Kept", pin=True),
+    "repair": lambda t: op("repair_memory", t),
+}
+LINKED_TOPIC = fm("Kept", LEAK, f"\n{LEAK} body\n", OLD, OLD)
+ANY_KIND = ["ok", "refused", "error", "not-found"]
+OTHER = fm("Other", "other", "\nother body\n", OLD, OLD)
+OTHER_IDX = HEAD + entry("Other", "other.md", "other", OLD)
+
+
+def io_link(sid: str, clauses: list[str], description: str, store: dict[str, str], link: str, target: str,
+            outside: str, step: dict[str, Any], then: dict[str, str], *, present: tuple[str, ...] = ()) -> None:
+    """One SS-IO-2 scenario: ``link`` in the store points at ``target`` outside it."""
+    add(f"io/{sid}", clauses, description, store, [step], then, present=(link, *present),
+        extra_given={OUTSIDE + target: outside})
+    SCENARIOS[-1]["given"]["symlinks"] = {D + link: "${ROOT}/" + OUTSIDE + target}
+    SCENARIOS[-1]["then"]["unchanged"] = [OUTSIDE + target]
+    SCENARIOS[-1]["then"]["excludes"] = {D.rstrip("/"): [LEAK]}
+
+
+IO_INDEX_OUTSIDE = HEAD + entry("Kept", "kept.md", LEAK, OLD) + "\n"
+for oname, make in IO_WRITES.items():
+    # the index itself links outside: every op fails before anything is written (S-WRITE-5)
+    io_link(f"symlinked-index-outside-{oname}", ["SS-IO-2", "SS-IO-3", "S-IO-2", "S-WRITE-5", "PEER-4"],
+            f"An index that is a symlink to a file outside the store fails {oname} with the store and the outside "
+            "file unchanged: nothing is written through the link, and no outside text reaches a store file.",
+            {"kept.md": KEPT}, "MEMORY.md", "index.md", IO_INDEX_OUTSIDE, make(["error"]), {"kept.md": KEPT})
+    # the removal list links outside
+    rl_then = {"MEMORY.md": IO_KEPT_IDX, "kept.md": KEPT}
+    rl_kind: list[str] = ["error"]
+    if oname == "pin":  # pin never touches the list (SS-PIN-2): it may succeed
+        rl_kind, rl_then = ["ok", "error"], {"kept.md": KEPT}
+    if oname == "repair":
+        rl_kind, rl_then = ["ok", "error"], {"kept.md": KEPT}
+    io_link(f"symlinked-removal-list-outside-{oname}", ["SS-IO-2", "SS-IO-3", "SS-TOMB-1", "S-IO-2", "S-WRITE-12", "PEER-4", "PEER-6"],
+            f"A removal list that is a symlink to a file outside the store is never written through by {oname}: the outside "
+            "list is unchanged and its names (here `kept.md`) are never honoured or copied.",
+            {"MEMORY.md": IO_KEPT_IDX, "kept.md": KEPT}, ".ocl-removed", "removed", "kept.md\n", make(rl_kind), rl_then)
+    if oname in ("pin", "repair"):
+        SCENARIOS[-1]["then"]["present"].append(D + "MEMORY.md")
+        SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": re.escape(HEAD) + r"- \[Kept\]\(kept\.md\)( \[pin\])? "
+                                            + re.escape(OLD) + " -- kept"}
+    # an indexed topic file links outside
+    tp_idx = HEAD + entry("Kept", "kept.md", "kept", OLD) + "\n" + entry("Other", "other.md", "other", OLD)
+    # write-new: `kept.md` is an unindexed link that the new topic `Kept` slugs to
+    step = write("Kept", "fresh", "fresh", ANY_KIND) if oname == "write-new" else make(ANY_KIND)
+    io_link(f"symlinked-topic-outside-{oname}", ["SS-IO-2", "SS-IO-3", "SS-FMT-3", "S-IO-1", "S-WRITE-8", "PEER-4", "PEER-12"],
+            f"A topic file that is a symlink to a file outside the store is never written through by {oname}: the outside "
+            "file is unchanged and its text reaches no store file; the link may stay or be replaced, the entry may be "
+            "dropped as naming no regular file (SS-IDX-5), and the other topic's file stays as it was.",
+            {"MEMORY.md": OTHER_IDX if oname == "write-new" else tp_idx, "other.md": OTHER}, "kept.md", "topic.md",
+            LINKED_TOPIC, step, {"other.md": OTHER}, present=("MEMORY.md",))
+    SCENARIOS[-1]["then"]["present"].remove(D + "kept.md")
+    SCENARIOS[-1]["then"]["ignore"] = [{"path": D + "*", "reason": "refusing, replacing the link or dropping its entry are all "
+                                        "safe; judged: the outside file's bytes and no outside text in the store (excludes)"}]
+    del SCENARIOS[-1]["then"]["no_other_files"]
+    # a refused op leaves the entry naming the link as it found it: only mutations owe "regular" (SS-IDX-5)
+    SCENARIOS[-1]["then"]["invariants"] = ["leftovers", "unique"]
+
+
+
+# ---------------------------------------------------------------- untidy stores (issue 30 item 9)
+# Co-writers leave stores that are not tidy: two lines for one file, a tombstoned file a new topic
+# of another name slugs to, entries whose file another tool removed or replaced.  Every write,
+# remove, pin and repair clause is judged starting from them too, not only from clean stores.
+DUP_A = entry("Dup", "dup.md", "older", "2026-07-01T00:00:00+00:00")
+DUP_B = entry("Dup", "dup.md", "newer", OLD)
+DUP_FILE = fm("Dup", "newer", "\ndup body\n", OLD, OLD)
+UNTIDY_OTHER = entry("Other", "other.md", "other", OLD)
+OTHER_F = fm("Other", "other", "\nother body\n", OLD, OLD)
+DUP_IDX = HEAD + DUP_A + "\n" + DUP_B + "\n" + UNTIDY_OTHER
+add("untidy/duplicate-lines-write-leaves-one-entry", ["SS-WRITE-1", "SS-IDX-5", "SS-FMT-2", "S-IDX-3", "S-IDX-4", "S-WRITE-12"],
+    "Two lines for one file (a co-writer's race): a write of that topic updates the file and leaves exactly one entry for it.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [write("Dup", "more", "v3")],
+    {"MEMORY.md": HEAD + entry("Dup", "dup.md", "v3") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "dup.md": fm("Dup", "v3", "\ndup body\n\n## ${STAMP}\n\nmore\n", OLD)})
+add("untidy/duplicate-lines-remove-drops-the-found-entry", ["SS-REMOVE-1", "SS-TOMB-1", "SS-IDX-5", "S-REMOVE-4", "S-IDX-4"],
+    "Two lines for one file: removing the topic drops the line it finds, keeps the file and lists it once; the other "
+    "line goes too (OpenCode) or stays (openpi, the reference: S-REMOVE-4), which the gate reports as a "
+    "`removal-undone` hazard, since the removed topic is still indexed.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [op("remove_memory", "ok", topic="Dup")],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F, ".ocl-removed": "dup.md\n"})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": re.escape(HEAD) + "(" + re.escape(DUP_B + "\n") + ")?" + re.escape(UNTIDY_OTHER)}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
+add("untidy/duplicate-lines-pin-keeps-one-pinned-entry", ["SS-PIN-1", "SS-IDX-4", "SS-IDX-5", "S-PIN-2", "S-IDX-4"],
+    "Two lines for one file, the newer second: pinning the topic pins the line it finds; maintenance keeps one line, "
+    "pinned (the newer line pinned) or not (the older pinned line lost, SS-IDX-4 allows it) — the answer is ok either way.",
+    {"MEMORY.md": DUP_IDX, "dup.md": DUP_FILE, "other.md": OTHER_F}, [op("pin_memory", "ok", topic="Dup", pin=True)],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": re.escape(HEAD) + r"- \[Dup\]\(dup\.md\)( \[pin\])? "
+                                    + r"2026-0[78]-01T00:00:00\+00:00 -- (older|newer)\n" + re.escape(UNTIDY_OTHER)}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
+TOMB_NOTES = fm("Old Notes", "old notes", "\nold notes body\n", OLD, OLD)
+add("untidy/tombstoned-file-of-another-topic-not-taken-over", ["SS-NAME-2", "SS-TOMB-2", "SS-WRITE-1", "S-WRITE-7", "S-TOMB-4", "PEER-12"],
+    "`notes.md` was removed (listed, kept, unindexed) and belongs to topic `Old Notes`; a new topic `Notes` slugs to it: "
+    "the write takes `notes-2.md`, never overwrites the removed file, and leaves its tombstone alone.",
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n"},
+    [write("Notes", "mine", "m")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER + "\n" + entry("Notes", "notes-2.md", "m"), "other.md": OTHER_F, "notes.md": TOMB_NOTES,
+     ".ocl-removed": "notes.md\n", "notes-2.md": fm("Notes", "m", "\nmine\n")})
+add("untidy/tombstoned-file-of-the-same-topic-written-again", ["SS-TOMB-2", "SS-WRITE-1", "SS-FMT-1", "S-WRITE-12", "S-TOMB-4", "PEER-6"],
+    "`notes.md` was removed (listed, kept, unindexed) and belongs to topic `Notes`; writing `Notes` again reuses it and "
+    "takes it off the removal list.",
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, "notes.md": fm("Notes", "old", "\nold\n", OLD, OLD),
+     ".ocl-removed": "notes.md\n"},
+    [write("Notes", "new", "again", mode="replace")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER + "\n" + entry("Notes", "notes.md", "again"), "other.md": OTHER_F,
+     "notes.md": fm("Notes", "again", "\nnew\n", OLD), ".ocl-removed": ""})
+ORPHAN_IDX = HEAD + entry("Gone", "gone.md", "gone", OLD) + "\n" + UNTIDY_OTHER
+add("untidy/orphan-entry-write-recreates-its-file", ["SS-WRITE-1", "SS-IDX-5", "S-WRITE-6", "S-IDX-3"],
+    "Another tool deleted `gone.md` but left its entry: a write of `Gone` creates the file again under the entry's name, "
+    "one entry.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [write("Gone", "back", "back")],
+    {"MEMORY.md": HEAD + entry("Gone", "gone.md", "back") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "gone.md": fm("Gone", "back", "\nback\n")})
+add("untidy/orphan-entry-remove-records-it", ["SS-REMOVE-1", "SS-TOMB-1", "SS-IDX-5", "S-REMOVE-4"],
+    "Another tool deleted `gone.md` but left its entry: removing `Gone` drops the entry and lists the name.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [op("remove_memory", "ok", topic="Gone")],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F, ".ocl-removed": "gone.md\n"})
+add("untidy/orphan-entry-pin-leaves-no-entry", ["SS-PIN-1", "SS-PIN-2", "SS-IDX-5", "S-PIN-4", "S-IDX-4"],
+    "Another tool deleted `gone.md` but left its entry: pinning `Gone` finds the entry, and maintenance drops it as an "
+    "orphan; no file is created.",
+    {"MEMORY.md": ORPHAN_IDX, "other.md": OTHER_F}, [op("pin_memory", "ok", topic="Gone", pin=True)],
+    {"MEMORY.md": HEAD + UNTIDY_OTHER, "other.md": OTHER_F})
+REPLACED = "---\nname: \"Someone Else\"\ndescription: \"theirs\"\n---\ntheirs\n"
+add("untidy/entry-whose-file-another-topic-replaced-is-updated-in-place", ["SS-WRITE-1", "SS-FMT-1", "S-WRITE-6", "S-WRITE-9"],
+    "Another tool replaced `mine.md` with a file naming another topic while the entry `Mine` still names it: a write of "
+    "`Mine` follows the entry (the index decides, SS-WRITE-1) and rewrites the frontmatter's name.",
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md": REPLACED, "other.md": OTHER_F},
+    [write("Mine", "mine again", "m2", mode="replace")],
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "m2") + "\n" + UNTIDY_OTHER, "other.md": OTHER_F,
+     "mine.md": "---\nname: \"Mine\"\ndescription: \"m2\"\nlast_updated: " + TS + "\ncreated: " + TS + "\n---\n\nmine again\n"})
+add("untidy/entry-whose-file-became-a-directory-is-refused", ["SS-IO-2", "SS-WRITE-1", "S-WRITE-8", "PEER-12"],
+    "Another tool (or a restore) put a directory where `mine.md` was: a write of `Mine` never writes into it and "
+    "changes nothing.",
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md/x": "x\n", "other.md": OTHER_F},
+    [write("Mine", "m", "m", ["refused", "error"])],
+    {"MEMORY.md": HEAD + entry("Mine", "mine.md", "mine", OLD) + "\n" + UNTIDY_OTHER, "mine.md/x": "x\n", "other.md": OTHER_F},
+    present=("mine.md",))
+SCENARIOS[-1]["then"]["invariants"] = ["leftovers", "unique"]  # the refused op leaves the foreign entry as it found it
+UNTIDY_REPAIR = HEAD + DUP_A + "\n" + DUP_B + "\n" + entry("Gone", "gone.md", "gone", OLD) + "\n" + UNTIDY_OTHER
+add("untidy/repair-on-a-mixed-store", ["SS-TOMB-4", "SS-IDX-5", "PEER-16", "S-TOMB-5"],
+    "repair (a tool that offers it) on duplicates, an orphan, an unindexed removed file and an unindexed new one: it "
+    "indexes only the new one, never the removed one; duplicates and the orphan are maintenance's.",
+    {"MEMORY.md": UNTIDY_REPAIR, "dup.md": DUP_FILE, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n",
+     "found.md": "---\nname: \"Found\"\ndescription: \"found\"\n---\nfound\n"},
+    [op("repair_memory", "ok")],
+    {"dup.md": DUP_FILE, "other.md": OTHER_F, "notes.md": TOMB_NOTES, ".ocl-removed": "notes.md\n",
+     "found.md": "---\nname: \"Found\"\ndescription: \"found\"\n---\nfound\n"})
+SCENARIOS[-1]["then"]["matches"] = {D + "MEMORY.md": r"(?!.*\(notes\.md\)).*- \[Found\]\(found\.md\).*"}
+SCENARIOS[-1]["then"]["present"] = [D + "MEMORY.md"]
 
 
 def main() -> int:

@@ -25,7 +25,14 @@ from ..drivers import actions, capabilities
 from ..drivers.peers import Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
 from ..oracles import coexist, lock_leftover
-from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
+from ..oracles.expect import (
+    Failure,
+    check_answer,
+    check_then,
+    coverage_reason,
+    uncovered,
+    unexpected_write,
+)
 from ..oracles.findings import HAZARD, Finding
 from ..oracles.shared_checks import carry_placeholders
 from .runner import Outcome, not_applicable
@@ -38,7 +45,6 @@ OWN_FILES = (
     Ignore("agent/*", "each tool's own agent dir (configuration, local store, sentinel): not shared"),
     Ignore("home/.config/*", "OpenCode's own configuration and local store (PEER-1): not shared"),
 )
-STORE = "home/.agents/memory/"
 
 
 def is_cross(sc: Scenario) -> bool:
@@ -55,11 +61,6 @@ def discover_cross(extra: list[Path], only: bool, run: list[str], skip: list[str
             if is_cross(sc):
                 found.setdefault(sc.id, sc)
     return [found[i] for i in sorted(found)]
-
-
-def store_files(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The shared store's own files (top level), store-relative."""
-    return {k[len(STORE):]: v for k, v in files.items() if k.startswith(STORE) and "/" not in k[len(STORE):]}
 
 
 @dataclass
@@ -144,7 +145,9 @@ class CrossWorker:
             then = replace(sc.then, ignore=(*sc.then.ignore, *OWN_FILES))
             outcome.failures += check_then(then, before, after, sandbox.root)
             left_out = uncovered(then, before, after, written)
-            if left_out:
+            if left_out and {self.pair.a.kind, self.pair.b.kind} != {"python"}:
+                outcome.failures.append(unexpected_write(left_out))  # a tool of the pair wrote it, not the reference
+            elif left_out:
                 outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
                                                 coverage_reason(left_out)))
         except DriverError as e:
@@ -180,7 +183,7 @@ class CrossWorker:
                     written.update({k: post.get(k) for k in set(pre) | set(post) if pre.get(k) != post.get(k)})
                 outcome.answers.append(None)
                 continue
-            pre_store = store_files(snapshot(sandbox.root))
+            pre_store = coexist.store_files(snapshot(sandbox.root))
             locks = lock_leftover.lock_files(sandbox.root)
             t0 = time.monotonic()
             answer = driver.call(step.op, step.args, timeout=step.timeout)
@@ -194,7 +197,7 @@ class CrossWorker:
             outcome.failures += check_answer(where, answer, step.expect, elapsed, _no_stderr(driver), self.strict,
                                              impl=impl, op=step.op)
             marks.append(coexist.Mark(i, role, _label(driver), step.op, step.args, pre_store,
-                                      store_files(snapshot(sandbox.root)), answer.ok))
+                                      coexist.store_files(snapshot(sandbox.root)), answer.ok))
         return marks, written
 
     def _judge(self, sc: Scenario, marks: list[coexist.Mark], outcome: Outcome) -> None:
@@ -203,7 +206,8 @@ class CrossWorker:
         problems = [p for m in marks for p in coexist.check_step(m)] + coexist.flip_flops(marks) \
             + coexist.split_topics(marks)
         for p in problems:
-            outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
+            if p.fails:
+                outcome.failures.append(Failure(f"{p.kind} {p.where}", p.expected, p.actual, f"{p.kind} ({p.clause})"))
             key = (p.kind, p.where)
             if any((f.kind, f.op) == key for f in outcome.findings):
                 continue

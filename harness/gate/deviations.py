@@ -24,11 +24,11 @@ import argparse
 import fnmatch
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..oracles.expect import Failure
 from .scenarios import SCENARIOS_DIR, ScenarioError
@@ -50,7 +50,14 @@ NONE = "-"  # the ``differing`` cell of an error with no failure before it
 
 
 class DeviationsError(ScenarioError):
-    """A malformed or stale row of the deviations list: names the file and line."""
+    """A malformed or stale row of the deviations list: names the file and line.  A file that
+    cannot be used at all (``where`` ``$``: missing, a directory, unreadable) is a usage error
+    of ``--deviations``, said so."""
+
+    def __init__(self, path: Path | str, where: str, message: str) -> None:
+        super().__init__(path, where, message)
+        if where == "$":
+            self.args = (f"--deviations {path}: {message}",)
 
 
 @dataclass(frozen=True)
@@ -103,17 +110,30 @@ def _cells(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(body)]
 
 
-def parse(text: str, path: str = "KNOWN_DEVIATIONS.md") -> list[Deviation]:
+def _clip(line: str) -> str:
+    return line.strip()[:60] + ("…" if len(line.strip()) > 60 else "")
+
+
+def parse(text: str, path: str = "KNOWN_DEVIATIONS.md", *, require_table: bool = False) -> list[Deviation]:
     """The rows of every table in ``text``; header and separator rows are skipped.
 
-    A table row with other than six cells is an error (a ``|`` inside a cell must be ``\\|``).
+    A table row with other than six cells is an error (a ``|`` inside a cell must be ``\\|``),
+    and so is a header other than :data:`HEADER`.  ``require_table`` (a ``--deviations`` file):
+    a text with no table line at all is not a deviations file, refused naming its first line.
     """
     out: list[Deviation] = []
+    header = [c.strip() for c in HEADER.strip("|").split("|")]
+    seen_table = False
     for number, line in enumerate(text.splitlines(), 1):
         if not line.lstrip().startswith("|"):
             continue
+        seen_table = True
         cells = _cells(line)
-        if all(set(c) <= set("-: ") for c in cells) or cells[0] == "impl":
+        if all(set(c) <= set("-: ") for c in cells):
+            continue
+        if cells[0] == "impl":
+            if cells != header:
+                raise DeviationsError(path, f"line {number}", f"a header other than {HEADER}: {_clip(line)!r}")
             continue
         if len(cells) != 6:
             raise DeviationsError(path, f"line {number}", f"{len(cells)} cells, expected {HEADER}")
@@ -124,6 +144,11 @@ def parse(text: str, path: str = "KNOWN_DEVIATIONS.md") -> list[Deviation]:
                                   "differing, reason) must be filled")
         places = () if differing == NONE else tuple(p.strip() for p in differing.split(PLACES_SEP.strip()))
         out.append(Deviation(impl, version, pattern, reason, number, path, first, tuple(sorted(places))))
+    if require_table and not seen_table:
+        lines = text.splitlines()
+        first_line = next((i for i, ln in enumerate(lines, 1) if ln.strip()), 1)
+        shown = _clip(lines[first_line - 1]) if lines else ""
+        raise DeviationsError(path, f"line {first_line}", f"not a deviations file: {shown!r} begins no table headed {HEADER}")
     return out
 
 
@@ -197,7 +222,7 @@ def load_all(
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise DeviationsError(f, "$", f"cannot be read ({e})") from None
-        devs += parse(text, str(f))
+        devs += parse(text, str(f), require_table=True)
     check(devs, ids)
     return devs
 
@@ -229,12 +254,54 @@ def difference(o: Outcome) -> tuple[str, tuple[str, ...]]:
     are timings, or the sandbox's temporary path) and the set of
     every place that differs (``step 2 (write_memory) outcome``, ``store MEMORY.md``,
     ``file agent/memory/a.md`` …).  A deviation row states both (:class:`Deviation`)."""
-    places = tuple(sorted({f.where for f in o.failures}))
-    if o.status == "error" or not o.failures:
-        text = o.reason.removeprefix(f"{o.impl}: ")  # the driver as given (``pi:/path``): not the difference
+    return difference_of(o.status, o.reason, o.impl, [(f.where, f.detail) for f in o.failures])
+
+
+def difference_of(status: str, reason: str, impl: str, failures: Sequence[tuple[str, str]]) -> tuple[str, tuple[str, ...]]:
+    """:func:`difference` from an outcome's parts (``failures`` as ``(where, detail)``), as a
+    run has them or as its JSON report keeps them (``report deviations``)."""
+    places = tuple(sorted({where for where, _ in failures}))
+    if status == "error" or not failures:
+        text = reason.removeprefix(f"{impl}: ")  # the driver as given (``pi:/path``): not the difference
         return "error: " + _NUMBER.sub("N", _SANDBOX.sub("…", text))[:200].strip(), places
-    f = o.failures[0]
-    return f"{f.where}: {_kind(f.detail)}", places
+    where, detail = failures[0]
+    return f"{where}: {_kind(detail)}", places
+
+
+def render_row(impl: str, version: str, scenario_id: str, first: str, places: Sequence[str], reason: str) -> str:
+    """One row exactly as :func:`parse` reads it back (``|`` inside a cell escaped)."""
+    cells = (impl, version, scenario_id, first, PLACES_SEP.join(places) or NONE, reason)
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+ROW_MISMATCH = "deviation "  # the ``where`` of the failure :func:`apply` adds to a listed scenario failing otherwise
+
+
+def rows_from_report(data: Mapping[str, Any], reason: str) -> tuple[list[str], list[str]]:
+    """The rows listing every failed or errored scenario of a conformance JSON report, each
+    with ``reason``, keyed as the run's ``hello`` named the implementation (a ``cross/`` sequence:
+    the pair), and the ids of listed scenarios that passed (their rows must go)."""
+    impls = [i for i in data.get("impls", []) if isinstance(i, dict)]
+    if not impls:
+        raise ValueError("names no implementation (`impls`)")
+    one = (str(impls[0].get("name", "")), str(impls[0].get("version", "")), str(impls[0].get("spec", "")))
+    pair = None
+    if len(impls) >= 2:
+        a, b = impls[0], impls[1]
+        pair = (f"{a.get('name')}+{b.get('name')}", f"{a.get('version')}+{b.get('version')}", f"{a.get('spec')}+{b.get('spec')}")
+    rows, passing = [], []
+    for sc in data.get("scenarios", []):
+        status, sid = sc.get("status"), str(sc.get("id", ""))
+        if status == "xpass":
+            passing.append(sid)
+        if status not in ("fail", "error"):
+            continue
+        name, version, spec = pair if pair is not None and sid.startswith("cross/") else one
+        failures = [(str(f.get("where", "")), str(f.get("detail", ""))) for f in sc.get("failures", [])
+                    if not str(f.get("where", "")).startswith(ROW_MISMATCH)]
+        first, places = difference_of(str(status), str(sc.get("reason", "")), spec, failures)
+        rows.append(render_row(name, version, sid, first, places, reason))
+    return rows, passing
 
 
 def cells(o: Outcome) -> tuple[str, str]:
@@ -325,7 +392,7 @@ def apply(
         elif o.status in ("fail", "error"):
             why = unexpected(d, o)
             if o.status == "fail":
-                o.failures.append(Failure(f"deviation {d.row()}", f"{d.first} at {PLACES_SEP.join(d.differing) or NONE}",
+                o.failures.append(Failure(f"{ROW_MISMATCH}{d.row()}", f"{d.first} at {PLACES_SEP.join(d.differing) or NONE}",
                                           "; ".join(cells(o)), "a difference the row does not list"))
             o.reason = why if o.status == "fail" else f"{why}; {o.reason}"
         elif o.status == "pass":

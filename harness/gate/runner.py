@@ -24,9 +24,16 @@ from ..drivers import actions, capabilities, hangwatch
 from ..drivers.interrupt import stopping, work_done
 from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox, snapshot
-from ..oracles import hazards, lock_leftover
-from ..oracles.expect import Failure, check_answer, check_then, coverage_reason, uncovered
-from ..oracles.findings import Finding
+from ..oracles import coexist, hazards, lock_leftover
+from ..oracles.expect import (
+    Failure,
+    check_answer,
+    check_then,
+    coverage_reason,
+    uncovered,
+    unexpected_write,
+)
+from ..oracles.findings import HAZARD, Finding
 from .scenarios import Scenario, iso_instant
 
 __all__ = ["Outcome", "Worker", "run_all", "run_until_interrupted"]
@@ -45,6 +52,15 @@ class Outcome:
     files: dict[str, bytes] = field(default_factory=dict)
     op_seconds: float = 0.0  # time inside the scenario's own operations (the rest is overhead)
     findings: list[Finding] = field(default_factory=list)  # hazards seen beside SPEC's verdict
+
+
+def _removal_undone(sc: Scenario, before: dict[str, bytes], after: dict[str, bytes], impl: str,
+                    reproduce: str) -> list[Finding]:
+    """A hazard beside the verdict: a removal SPEC lets leave the topic indexed (SS-REMOVE-1)."""
+    return [Finding("removal-undone", HAZARD, clause="SS-REMOVE-1", impl=impl, path=f"{coexist.SHARED_STORE}{f}",
+                    reproduce=reproduce,
+                    evidence=f"{sc.id}: {f} is listed in .ocl-removed by this run and still indexed: the removal did not take")
+            for f in coexist.removal_undone(coexist.store_files(before), coexist.store_files(after))]
 
 
 def _strace_unavailable() -> str | None:
@@ -267,10 +283,16 @@ class Worker:
             after = snapshot(self.sandbox.root)
             outcome.files = after
             outcome.failures += check_then(sc.then, before, after, self.sandbox.root)
+            outcome.findings += _removal_undone(sc, before, after, f"{self.impl} {self.version}".strip(),
+                                                f"memconform replay {sc.path} --impl {self.spec.name}")
             if not sc.is_regression and (left_out := uncovered(sc.then, before, after, written)):
-                # a gap in the scenario; when the implementation already failed it, the failure
-                # says more, and the unpinned files are one more line of it
-                if outcome.failures:
+                if self.spec.kind != "python":
+                    # the reference leaves every changed file pinned (the corpus runs on it): a
+                    # file only this implementation changed is its own unexpected write
+                    outcome.failures.append(unexpected_write(left_out))
+                elif outcome.failures:
+                    # a gap in the scenario; the reference's failure says more, and the unpinned
+                    # files are one more line of it
                     outcome.failures.append(Failure("then", "every changed file pinned or ignored", ", ".join(left_out),
                                                     coverage_reason(left_out)))
                 else:

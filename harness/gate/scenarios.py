@@ -134,6 +134,7 @@ class Then:
     no_other_files: tuple[str, ...] = ()
     ignore: tuple[Ignore, ...] = ()
     store: dict[str, Content] = field(default_factory=dict)  # compared under oracles.store_norm
+    excludes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dir -> texts no file under it holds
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ class Scenario:
                 tuple(then.get("no_other_files", ())),
                 tuple(Ignore(str(i["path"]), str(i["reason"])) for i in then.get("ignore", ())),
                 dict(then.get("store", {})),
+                {d: tuple(v) for d, v in then.get("excludes", {}).items()},
             ),
             env=dict(data.get("env", {})),
             fresh_process=bool(data.get("fresh_process")),

@@ -14,9 +14,9 @@ import time
 
 from ..drivers.actions import place_given
 from ..drivers.sandbox import Sandbox
-from ..gate.cross import store_files
 from ..gate.scenarios import Scenario
 from ..oracles import coexist
+from ..oracles.coexist import store_files
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from .fake_model import FakeModel
 from .opencode import OpenCodeSession

@@ -18,12 +18,20 @@ SS-LAYOUT-1) and judges each answer by its outcome kind and the store by the con
 - a pin sets or clears ``[pin]`` on the entry and touches no topic file nor the list
   (SS-PIN-1, SS-PIN-2); a pin is never dropped by another op (SS-IDX-4).
 
+Each run starts from a generated store (issue 30 item 9), tidy or as co-writers leave it: two
+lines for one file (either pinned), an entry whose file another tool removed, a removed file a
+new topic of another name slugs to, an unindexed file of another topic, stale and pinned
+entries.  The checks that need a tidy store hold after a successful mutation (maintenance
+tidies it); what SS-IDX-4 and SS-REMOVE-1 allow on duplicates (a losing line's pin, a second
+line a removal leaves) is not taken for a failure.
+
 ``--impl`` honesty: ``bind`` makes the machine drive exactly the named implementation (the
 reference through its own server process too) or says why it cannot.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,8 +49,41 @@ from .base import Machine, guarded
 NEEDED_OPS = frozenset({"write_memory", "remove_memory", "pin_memory"})
 STORE = "home/.agents/memory"
 CONFIGS = {"agent/memory.jsonc": b'{"shared_dir": true}\n', "home/.config/opencode/memory.jsonc": b'{"shared_dir": true}\n'}
-TOPICS = ("Alpha", "alpha", "Alpha!", "Bravo Notes", "Charlie")
-LOOKUPS = (*TOPICS, "Bravo", "alpha.md", "Nothing Like It")
+TOPICS = ("Alpha", "alpha", "Alpha!", "Bravo Notes", "Charlie", "Gone")
+LOOKUPS = (*TOPICS, "Bravo", "alpha.md", "Delta", "Nothing Like It")
+NOT_REGULAR = b"<not regular>"
+OLD, NEWER, AGED = "2026-07-01T00:00:00+00:00", "2026-08-01T00:00:00+00:00", "2020-01-01T00:00:00+00:00"
+
+
+def _topic(name: str, body: str) -> bytes:
+    return (f'---\nname: "{name}"\ndescription: "{body}"\nlast_updated: {OLD}\ncreated: {OLD}\n---\n\n{body}\n').encode()
+
+
+@st.composite
+def starting_stores(draw: st.DrawFn) -> dict[str, bytes]:
+    """A shared store as co-writers may leave it (empty, or any mix of untidy states)."""
+    lines, files, removed = ["# Memory Index", ""], {}, []
+    if draw(st.booleans()):  # two lines for one file; the older, the newer or neither pinned
+        which = draw(st.sampled_from(("", "older", "newer")))
+        lines += [f"- [Alpha](alpha.md){' [pin]' if which == 'older' else ''} {OLD} -- older",
+                  f"- [Alpha](alpha.md){' [pin]' if which == 'newer' else ''} {NEWER} -- newer"]
+        files["alpha.md"] = _topic("Alpha", "alpha from another tool")
+    if draw(st.booleans()):  # another tool deleted the file, not the entry
+        lines.append(f"- [Gone](gone.md) {NEWER} -- gone")
+    if draw(st.booleans()):  # a removed file of another topic that "Charlie" slugs to
+        files["charlie.md"] = _topic("Old Charlie", "removed elsewhere")
+        removed.append("charlie.md")
+    if draw(st.booleans()):  # an unindexed file of another topic that "Bravo Notes" slugs to
+        files["bravo-notes.md"] = _topic("Someone Else", "unindexed")
+    if draw(st.booleans()):  # stale and pinned entries
+        lines += [f"- [Delta](delta.md) [pin] {AGED} -- old pin", f"- [Echo](echo.md) {AGED} -- stale"]
+        files.update({"delta.md": _topic("Delta", "d"), "echo.md": _topic("Echo", "e")})
+    if len(lines) == 2:
+        return {}
+    out = {INDEX_NAME: "\n".join(lines).encode(), **files}
+    if removed:
+        out[TOMBSTONES] = "".join(f"{r}\n" for r in removed).encode()
+    return out
 
 
 def bind(spec: PeerSpec, ops: frozenset[str], *, timeout: float = 15.0) -> str | None:
@@ -62,7 +103,7 @@ def _store(root: str) -> dict[str, bytes]:
     for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         path = os.path.join(base, name)
         regular = os.path.isfile(path) and not os.path.islink(path)
-        out[name] = Path(path).read_bytes() if regular else b"<not regular>"
+        out[name] = Path(path).read_bytes() if regular else NOT_REGULAR
     return out
 
 
@@ -74,6 +115,21 @@ def _entries(files: dict[str, bytes]) -> list[grammar.Line]:
 def _meta_pinned(line: grammar.Line) -> bool:
     """``[pin]`` in the metadata part (before the first `` -- ``): where every tool reads it (PEER-11)."""
     return "[pin]" in line.rest.split(" -- ", 1)[0]
+
+
+def _fm_name(data: bytes) -> str | None:
+    """The ``name:`` of a topic file's frontmatter (a JSON string or plain text), if any."""
+    text = data.decode("utf-8", "replace")
+    if not text.startswith("---\n") or (end := text.find("\n---", 3)) < 0:
+        return None
+    for line in text[4:end].split("\n"):
+        if line.startswith("name:"):
+            value = line[5:].strip()
+            try:
+                return str(json.loads(value)) if value.startswith('"') else value
+            except ValueError:
+                return value
+    return None
 
 
 def _tombstones(files: dict[str, bytes]) -> set[str]:
@@ -89,11 +145,11 @@ class SharedStoreMachine(Machine):
     target_spec: ClassVar[PeerSpec] = PeerSpec("python")
     target_timeout: ClassVar[float] = 15.0
 
-    @initialize()
-    def start(self) -> None:
+    @initialize(store=starting_stores())
+    def start(self, store: dict[str, bytes]) -> None:
         self.target = targets.Pool.get(self.target_spec, self.target_timeout)
         self.target.fresh(DEFAULT_NOW_MS)
-        for rel, data in CONFIGS.items():
+        for rel, data in [*CONFIGS.items(), *((f"{STORE}/{name}", data) for name, data in store.items())]:
             self.target.sandbox.put(rel, data)
             self.recorder.given_file(rel, data)
         self.impl = str(self.target.driver.hello.get("impl", self.target_spec.kind))
@@ -111,21 +167,26 @@ class SharedStoreMachine(Machine):
         assert kind in allowed, f"{op} {args}: outcome {kind} ({got!r:.200}) not among {allowed} (SS-OUT-1)"
         if kind != "ok":
             assert after == before, f"{op} {args} answered {kind} yet changed {sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))} (SS-OUT-1)"
+            return kind, before, after  # nothing changed: an untidy store stays as it was
         self._always(op, before, after)
         return kind, before, after
 
     def _always(self, op: str, before: dict[str, bytes], after: dict[str, bytes]) -> None:
+        """After a successful mutation (an untidy start is maintenance's to tidy)."""
         left = [n for n in after if n == LOCK_NAME or TEMP_NAME.search(n)]
         assert not left, f"{op} left {left} (SS-LOCK-4, SS-IO-1)"
         gone = [n for n in before if n not in after]
         assert not gone, f"{op} deleted {gone} (SS-REMOVE-1, SS-FMT-3)"
         entries = _entries(after)
         names = [e.filename for e in entries]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        assert not dup, f"{op}: {dup} indexed more than once (SS-IDX-5)"
-        orphans = [n for n in names if after.get(n, b"<not regular>") == b"<not regular>"]
-        assert not orphans, f"{op}: entries naming no regular file {orphans} (SS-IDX-5)"
-        pinned_before = {e.filename for e in _entries(before) if _meta_pinned(e)}
+        if after.get(INDEX_NAME) != before.get(INDEX_NAME):  # an ok that wrote nothing ("already pinned") maintained nothing
+            dup = sorted({n for n in names if names.count(n) > 1})
+            assert not dup, f"{op}: {dup} indexed more than once (SS-IDX-5)"
+            orphans = [n for n in names if after.get(n, NOT_REGULAR) == NOT_REGULAR]
+            assert not orphans, f"{op}: entries naming no regular file {orphans} (SS-IDX-5)"
+        was = [e.filename for e in _entries(before)]
+        # of several lines for one file a losing line's pin may go (SS-IDX-4): judge single lines
+        pinned_before = {e.filename for e in _entries(before) if _meta_pinned(e) and was.count(e.filename) == 1}
         if op != "pin_memory":
             dropped = sorted(pinned_before - {e.filename for e in entries if _meta_pinned(e)})
             assert not dropped, f"{op} dropped the pin of {dropped} (SS-IDX-4, SS-REMOVE-2)"
@@ -146,6 +207,10 @@ class SharedStoreMachine(Machine):
         hits = [e.filename for e in mine if token in after.get(e.filename, b"").decode("utf-8", "replace")]
         assert len(hits) == 1, f"write {topic!r}: its content is in {hits} of the entries {[e.filename for e in mine]} (SS-WRITE-1)"
         file = hits[0]
+        if not any(e.name.lower() == topic.lower() for e in _entries(before)) and before.get(file, NOT_REGULAR) != NOT_REGULAR:
+            # a new topic never takes over a file another topic holds, indexed or not (SS-NAME-2)
+            owner = {e.filename: e.name for e in _entries(before)}.get(file) or _fm_name(before[file])
+            assert owner is None or owner.lower() == topic.lower(), f"write {topic!r} took over {file} of {owner!r} (SS-NAME-2)"
         body = after[file].decode("utf-8", "replace")
         if replace or before.get(file) is None:
             self.bodies[file] = [token]
@@ -166,9 +231,15 @@ class SharedStoreMachine(Machine):
         if kind != "ok":
             return
         was, now = [e.filename for e in _entries(before)], [e.filename for e in _entries(after)]
-        dropped = [f for f in was if f not in now]
-        assert len(dropped) == 1, f"remove {topic!r} dropped {dropped} (SS-REMOVE-1: one entry)"
-        assert not any(_meta_pinned(e) for e in _entries(before) if e.filename == dropped[0]), \
+        # the file removed: the one newly listed (or, already listed, the one that lost a line);
+        # maintenance may drop orphans and duplicates beside it, and of several lines for one
+        # file a removal may leave the others (SS-REMOVE-1, a removal-undone hazard)
+        lost = {f for f in was if now.count(f) < was.count(f)}
+        listed = sorted(_tombstones(after) - _tombstones(before)) or sorted(lost & _tombstones(before))
+        assert len(listed) == 1 and listed[0] in lost, \
+            f"remove {topic!r}: listed {listed} in {TOMBSTONES}, entries lost {sorted(lost)} (SS-REMOVE-1, SS-TOMB-1)"
+        dropped = listed
+        assert was.count(dropped[0]) > 1 or not any(_meta_pinned(e) for e in _entries(before) if e.filename == dropped[0]), \
             f"remove {topic!r} removed pinned {dropped[0]} (SS-REMOVE-2)"
         assert dropped[0] in _tombstones(after), f"remove {topic!r}: {dropped[0]} not listed in {TOMBSTONES} (SS-TOMB-1)"
         changed = [n for n in before if n not in (INDEX_NAME, TOMBSTONES) and after.get(n) != before[n]]
@@ -183,6 +254,9 @@ class SharedStoreMachine(Machine):
         changed = [n for n in set(before) | set(after) if n != INDEX_NAME and after.get(n) != before.get(n)]
         assert not changed, f"pin {topic!r} changed {changed} (SS-PIN-2)"
         flips = [e.filename for e in _entries(after) if _meta_pinned(e) == pin]
+        names = [e.filename for e in _entries(before)]
+        if any(names.count(f) > 1 or before.get(f, NOT_REGULAR) == NOT_REGULAR for f in names):
+            return  # the line pinned may lose to a newer duplicate (SS-IDX-4) or be an orphan maintenance drops
         was = {e.filename: _meta_pinned(e) for e in _entries(before)}
         assert any(f in was for f in flips), f"pin {topic!r} {pin}: no entry is in the requested state (SS-PIN-1)"
 

@@ -8,7 +8,8 @@ what the *other* writes did not aim at:
   an unsafe file), byte for byte (SS-IDX-2), and every indexed entry the op did not target (orphans and tombstoned files aside, which
   maintenance may drop), with its name, its metadata ``[pin]`` and its summary (SS-IDX-3;
   stale flags aside: stamping and healing them is maintenance, SS-IDX-6), and of duplicate
-  lines a pinned survivor (SS-IDX-4);
+  lines the survivor's own pin (SS-IDX-4; a pin on a line that loses may go with it, as openpi
+  and the reference do by S-IDX-4: a ``pin-dropped`` hazard, not a failure);
 - every topic file it did not write, byte for byte (SS-FMT-3), and in the file it did write
   every frontmatter line but ``name``/``description``/``last_updated`` (``created`` and
   fields the writer does not know included, SS-FMT-1) and, for an append, the old body as a
@@ -65,11 +66,12 @@ class Mark:
 class Problem:
     """One thing a co-writer broke: ``kind`` is the finding kind, ``clause`` the SPEC source."""
 
-    kind: str  # foreign-loss | removal-ignored | flip-flop
+    kind: str  # foreign-loss | removal-ignored | flip-flop | pin-dropped
     clause: str
     where: str
     expected: str
     actual: str
+    fails: bool = True  # False: the contract allows it, the user still suffers (a hazard only)
 
 
 def _text(files: Files, name: str) -> str | None:
@@ -107,6 +109,23 @@ def _text_lines(files: Files) -> list[str]:
 def tombstones(files: Files) -> set[str]:
     """The removal list's filenames, trimmed (each tool reads its own way; PEER-6)."""
     return {p.strip() for p in (_text(files, TOMBSTONES) or "").split("\n") if p.strip()}
+
+
+SHARED_STORE = "home/.agents/memory/"  # the shared store, relative to a sandbox's root
+
+
+def store_files(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The shared store's own files (top level) of a sandbox snapshot, store-relative."""
+    n = len(SHARED_STORE)
+    return {k[n:]: v for k, v in files.items() if k.startswith(SHARED_STORE) and "/" not in k[n:]}
+
+
+def removal_undone(before: Files, after: Files) -> list[str]:
+    """Files a run newly listed in the removal list that the index still names afterwards: the
+    user's removal did not take (SS-REMOVE-1; openpi's and the reference's S-REMOVE-4 drops only
+    the line it found, so a second line for the file survives).  Judged from bytes alone."""
+    listed = tombstones(after) - tombstones(before)
+    return sorted(f for f in listed if f in entries(after))
 
 
 def _topic_files(files: Files) -> set[str]:
@@ -167,11 +186,12 @@ def check_step(mark: Mark) -> list[Problem]:
             out.append(Problem("foreign-loss", "SS-IDX-3", where, f"entry {lines[0].render()!r} kept",
                                "dropped from MEMORY.md"))
             continue
-        was_pinned = any("[pin]" in meta(ln) for ln in lines)
-        if was_pinned and not any("[pin]" in meta(ln) for ln in kept):
-            # of duplicates the survivor keeps the pin too (SS-IDX-4; S-IDX-4 keeps one best line)
-            out.append(Problem("foreign-loss", "SS-IDX-4", where, f"{f} stays pinned ({lines[0].render()!r})",
-                               kept[0].render()))
+        pinned = [ln for ln in lines if "[pin]" in meta(ln)]
+        if pinned and not any("[pin]" in meta(ln) for ln in kept):
+            # SS-IDX-4: the line kept keeps its own pin; a losing duplicate's pin may go with it
+            own = any((ln.name, summary(ln)) == (kept[0].name, summary(kept[0])) for ln in pinned)
+            out.append(Problem("foreign-loss" if own else "pin-dropped", "SS-IDX-4", where,
+                               f"{f} stays pinned ({pinned[0].render()!r})", kept[0].render(), fails=own))
         if len(lines) > 1:
             continue  # duplicates: maintenance keeps one best line (SS-IDX-5), its fields
         if not any("[pin]" in ln.rest for ln in lines) and any("[pin]" in meta(ln) for ln in kept):

@@ -196,6 +196,12 @@ def check_then(then: Then, before: dict[str, bytes], after: dict[str, bytes], ro
                 out.append(Failure("sandbox", "unchanged", ", ".join(changed[:10]), "files changed"))
         elif before.get(rel) != after.get(rel):
             out.append(Failure(f"file {rel}", show(before.get(rel)), show(after.get(rel)), "changed"))
+    for d, texts in then.excludes.items():
+        prefix = d.rstrip("/") + "/"
+        for rel in sorted(k for k in after if k.startswith(prefix)):
+            for text in texts:
+                if text.encode("utf-8") in after[rel]:
+                    out.append(Failure(f"file {rel}", f"no {text!r}", show(after[rel]), "outside text in the store"))
     out += _check_modes(then, root)
     out += [Failure(*f) for f in store_failures(then.store, after)]
     listed = set(then.files) | set(then.present) | set(then.store)
@@ -245,10 +251,26 @@ def uncovered(
     return out
 
 
+UNEXPECTED_WRITE = "unexpected-write"
+
+
+def _head(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+
+
 def coverage_reason(paths: list[str]) -> str:
-    """The scenario error for changed files ``then`` leaves out."""
-    head = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
-    return f"scenario error: {head} changed but `then` neither pins nor ignores it"
+    """The scenario error for changed files ``then`` leaves out, when the reference changed
+    them: the reference defines what a scenario must pin, so the gap is the scenario's."""
+    return f"scenario error: {_head(paths)} changed but `then` neither pins nor ignores it"
+
+
+def unexpected_write(paths: list[str]) -> Failure:
+    """Files another implementation changed that the scenario lets no step change: the tool's
+    failure, naming them (the corpus runs on the reference, which leaves no such file)."""
+    # the place stays ``then`` (where a gap in the scenario is reported too), so the deviation rows
+    # that name it keep naming it; the detail says whose the change is
+    return Failure("then", "unchanged: the scenario lets no step change them", ", ".join(paths),
+                   f"{UNEXPECTED_WRITE}: the implementation changed {_head(paths)}")
 
 
 def _check_modes(then: Then, root: Path) -> list[Failure]:

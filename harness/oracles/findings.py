@@ -70,6 +70,8 @@ class Finding:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"unknown severity {self.severity!r}; one of {', '.join(SEVERITIES)}")
+        if self.kind in SEVERITIES:  # `[violation] deviation …` read as two severities (issue 30)
+            raise ValueError(f"kind {self.kind!r} is a severity name; a kind says what was seen")
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..gate.runner import Outcome
+from ..oracles.expect import UNEXPECTED_WRITE
 from ..oracles.findings import DEVIATION, HAZARD, VIOLATION, Finding, summary_line
 
+MISMATCH = "mismatch"  # a scenario's kind of finding: what ran missed what it expects (never a severity name)
 LABEL = {
     "pass": "PASS ", "fail": "FAIL ", "error": "ERROR", "xfail": "XFAIL", "xpass": "XPASS",
     "skip": "SKIP ",
@@ -122,10 +124,10 @@ def _clip(text: str, limit: int = 400) -> str:
 def scenario_findings(o: Outcome, impl: str, spec: str) -> list[Finding]:
     """What one scenario's outcome says, as findings.
 
-    A failed or errored scenario is a ``deviation`` violation (``scenario-error`` when the
-    runner found the scenario itself broken), a listed deviation that fails
-    is a ``deviation`` of severity deviation, one that passes (the list is stale) a
-    ``stale-deviation`` violation; hazards the runner saw (``Outcome.findings``) come along.
+    A failed or errored scenario is a ``mismatch`` violation (what ran missed what the scenario
+    expects; ``scenario-error`` when the runner found the scenario itself broken), a listed
+    deviation that fails as listed a ``mismatch`` of severity deviation, one that passes (the
+    list is stale) a ``stale-deviation`` violation; hazards the runner saw (``Outcome.findings``) come along.
     The scenario file is already the replayable regression.
     """
     path = shown_path(o.scenario.path)
@@ -149,7 +151,9 @@ def scenario_findings(o: Outcome, impl: str, spec: str) -> list[Finding]:
         severity = DEVIATION if o.status == "xfail" else VIOLATION
         # a scenario the runner finds broken (``then`` leaves a changed file out) is the
         # corpus's error, not the implementation's deviation: named so, still gating
-        kind = "scenario-error" if o.reason.startswith("scenario error") else "deviation"
+        kind = "scenario-error" if o.reason.startswith("scenario error") else MISMATCH
+        if first is not None and first.detail.startswith(UNEXPECTED_WRITE + ":"):
+            kind = UNEXPECTED_WRITE  # the tool changed a file no step may change: named as such
         found.append(Finding(kind, severity, op=op, evidence=evidence, **base))
     elif o.status == "xpass":
         found.append(Finding(

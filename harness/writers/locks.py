@@ -282,8 +282,7 @@ def run_cell(spec: PeerSpec, cell: Cell, timeout: float = 15.0, *, real_time: bo
                     os.path.relpath(directory, sb.root), virtual, left + outage.leftovers,
                 )
             if kind == "created":
-                verdict = "acquire" if cell.content == "absent" else "reclaim"
-                stays = "" if not (lock.exists() or lock.is_symlink()) else "lock left behind"
+                verdict, stays = _created(cell, lock, before)
                 return CellResult(cell, expected, verdict, seconds, stays, virtual=virtual, leftovers=left)
             return CellResult(cell, expected, "error", seconds, str(answer.result), virtual=virtual, leftovers=left)
     except DriverError as e:
@@ -365,6 +364,16 @@ def scenario_for(cell: Cell, store: str, verdict: str = "busy") -> dict[str, obj
 
 
 BUSY_TEXT = "Error: memory store is busy (another tool or process holds the lock) — please retry in a moment."
+
+
+def _created(cell: Cell, lock: Path, before: bytes | str) -> tuple[str, str]:
+    """A write that went through: the verdict and what it left, in true words.  The planted lock
+    still there byte for byte means the tool never took the lock (issue 30: not a reclaim)."""
+    present = lock.exists() or lock.is_symlink()
+    if cell.content != "absent" and present and _lock_state(lock) == before:
+        return "ignored", "wrote past the planted lock without taking it; the planted lock is still there"
+    verdict = "acquire" if cell.content == "absent" else "reclaim"
+    return verdict, "a lock of its own left behind" if present else ""
 
 
 def _lock_state(lock: Path) -> bytes | str:

@@ -82,10 +82,17 @@ def test_a_row_with_a_bare_pipe_in_its_reason_is_refused() -> None:
 
 
 def test_a_row_with_an_empty_cell_or_without_its_difference_is_refused() -> None:
+    head = f"{deviations.HEADER}\n|---|---|---|---|---|---|\n"
     with pytest.raises(DeviationsError, match="every cell"):
-        parse(f"| t | 1 | {A} | {FIRST} |  | why |\n")
+        parse(f"{head}| t | 1 | {A} | {FIRST} |  | why |\n")
     with pytest.raises(DeviationsError, match="4 cells"):  # the format before issue 25: no difference named
-        parse(f"| t | 1 | {A} | why |\n")
+        parse(f"{head}| t | 1 | {A} | why |\n")
+
+
+def test_a_table_headed_otherwise_is_refused_naming_its_line() -> None:
+    """Issue 30: a header other than HEADER (an old or foreign table) is not read as rows."""
+    with pytest.raises(DeviationsError, match="line 2: a header other than"):
+        parse(f"prose\n| impl | version | scenario | reason |\n| t | 1 | {A} | why |\n")
 
 
 def test_a_row_naming_no_scenario_is_refused(tmp_path: Path) -> None:

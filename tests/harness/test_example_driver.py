@@ -112,7 +112,7 @@ def test_a_second_bug_inside_a_listed_deviation_is_a_violation(tmp_path: Path, m
     [sc] = two["scenarios"]  # type: ignore[misc]
     assert (two["code"], sc["status"]) == (1, "fail"), sc
     assert "lists another difference" in sc["reason"] and "also differs: store home/.agents/memory/MEMORY.md" in sc["reason"], sc["reason"]
-    assert [f["kind"] for f in two["findings"]] == ["deviation"]  # type: ignore[index]
+    assert [f["kind"] for f in two["findings"]] == ["mismatch"]  # type: ignore[index]
     assert two["findings"][0]["severity"] == "violation"  # type: ignore[index]
 
 
@@ -138,22 +138,26 @@ def test_a_driver_declaring_kinds_that_omits_one_is_a_scenario_error(monkeypatch
         in outcomes[0].reason
 
 
-def test_the_examples_own_deviations_row_makes_its_known_cross_failure_expected(
+def test_the_examples_own_deviations_file_lists_nothing_and_its_cross_runs_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The example's --deviations file keys its row by the pair's hello names: the sequence it
-    lists is an expected failure with it, a failure without it."""
+    """The example's --deviations file is a rows table with no rows: the sequence it once listed
+    (the reference dropping a losing duplicate's pin, S-IDX-4) passes now that SS-IDX-4 allows it,
+    reported as a ``pin-dropped`` hazard."""
     import json
 
     from memconform.harness.cli import main
+    from memconform.harness.gate import deviations
 
     monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
     own = REWORDED.parent / "KNOWN_DEVIATIONS.example.md"
+    assert deviations.load_all([own]) == deviations.load()
     base = ["conformance", "--impl", f"node:{REWORDED}", "--with", "python", "--run", "cross/flip-flop/duplicate-pins-union",
             "--quiet", "--no-export", "--json", str(tmp_path / "r.json")]
     assert main([*base, "--deviations", str(own)]) == 0
-    assert [s["status"] for s in json.loads((tmp_path / "r.json").read_text())["scenarios"]] == ["xfail"]
-    assert main(base) == 1
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [s["status"] for s in report["scenarios"]] == ["pass"]
+    assert [(f["kind"], f["severity"]) for f in report["findings"]] == [("pin-dropped", "hazard")]
 
 
 def test_a_node_driver_gets_the_python_running_memconform(tmp_path: Path) -> None:

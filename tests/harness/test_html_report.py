@@ -54,7 +54,7 @@ def test_the_page_shows_the_planted_failure(tmp_path: Path, monkeypatch: pytest.
     assert PLANTED in text and "first difference at byte" in text
     assert "line 2" in text and "line2" in text  # both texts
     assert "By area" in text and "By clause" in text and "S-WRITE-9" in text
-    assert "deviation" in text  # the finding the failure is
+    assert "mismatch" in text  # the finding the failure is (its kind, never a severity name)
     md = summary.read_text("utf-8")
     assert PLANTED in md and "first difference at byte" in md and "| mine |" in md
     printed = capsys.readouterr().out

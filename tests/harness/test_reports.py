@@ -85,12 +85,12 @@ def test_a_failed_scenario_is_a_violation_finding_in_json_and_junit(tmp_path: Pa
     assert data["verdict"] == "fail"
     assert data["stats"]["failed"] == 1 and data["stats"]["passed"] == 1
     [f] = data["findings"]
-    assert (f["kind"], f["severity"], f["clause"], f["op"]) == ("deviation", "violation", "S-FMT-8", "to_slug")
+    assert (f["kind"], f["severity"], f["clause"], f["op"]) == ("mismatch", "violation", "S-FMT-8", "to_slug")
     assert f["impl"].startswith("memconform-reference ")
     assert f["evidence"].startswith("x/wrong: step 1 (to_slug)")
     assert f["reproduce"].startswith("memconform replay ") and f["reproduce"].endswith("--impl python")
     assert f["regression"].endswith("s0.json")
-    assert data["summary"]["by_kind"] == {"deviation": 1}
+    assert data["summary"]["by_kind"] == {"mismatch": 1}
     cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
     failure = cases["x/wrong"].find("failure")
     assert failure is not None and failure.get("message") == Finding.from_json(f).line()
@@ -107,7 +107,7 @@ def test_an_expected_failure_is_a_deviation_and_a_stale_one_a_violation(
     assert cli.main(["conformance", "--only-scenarios", "--scenarios", str(root), "--quiet", "--json", str(out)]) == 0
     data = load(out)
     assert data["verdict"] == "pass" and data["stats"]["xfail"] == 1
-    assert [(f["kind"], f["severity"]) for f in data["findings"]] == [("deviation", "deviation")]
+    assert [(f["kind"], f["severity"]) for f in data["findings"]] == [("mismatch", "deviation")]
     assert data["summary"]["by_severity"]["deviation"] == 1
 
     listed[:] = [Deviation("memconform-reference", "*", "x/right", "stale")]
@@ -187,7 +187,7 @@ def test_replay_json_has_the_common_top(tmp_path: Path) -> None:
     assert cli.main(["replay", *map(str, sorted((root / "x").glob("*.json"))), "--json", str(out)]) == 1
     data = load(out)
     assert data["verdict"] == "fail" and data["command"][:2] == ["memconform", "replay"]
-    assert [f["kind"] for f in data["findings"]] == ["deviation"]
+    assert [f["kind"] for f in data["findings"]] == ["mismatch"]
 
 
 def test_interop_writes_a_fresh_history_per_run_and_the_common_top(
@@ -265,4 +265,4 @@ def test_a_broken_scenario_is_a_scenario_error_not_the_implementations_deviation
     [f] = report.scenario_findings(broken, "memconform-reference 0.1.0", "python")
     assert (f.kind, f.severity) == ("scenario-error", "violation")
     [g] = report.scenario_findings(Outcome(sc, "python", "error", reason="driver exited"), "r", "python")
-    assert g.kind == "deviation"
+    assert g.kind == "mismatch"
