@@ -495,11 +495,12 @@ def preflight(specs: Sequence[PeerSpec], *, timeout: float = DEFAULT_TIMEOUT) ->
                 raise PeerUnavailable(message + (f" (stderr: {tail})" if tail else "")) from None
             except OSError as e:  # the driver could not even be started (exec format, permissions)
                 raise PeerUnavailable(f"{spec.name}: cannot start its driver: {e}") from None
-            name, version = hello.get("impl"), hello.get("version")
+            name, version, ops = hello.get("impl"), hello.get("version"), hello.get("ops")
             found.append(ImplInfo(
                 spec.name,
                 name if isinstance(name, str) and name else "unknown",
                 version if isinstance(version, str) and version else "unknown",
+                frozenset(str(o) for o in ops) if isinstance(ops, list) else None,
             ))
         finally:
             sandbox.remove()

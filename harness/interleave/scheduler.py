@@ -25,7 +25,8 @@ from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
-from ..writers.engine import _classify, disk_view, prepare_shared
+from ..writers import engine
+from ..writers.engine import disk_view, prepare_shared
 from .run import ENV_EXEC, HARDENED_ENV
 from .strategies import DONE, KILL, Step, Strategy
 from .tracer import Event, Traced
@@ -68,6 +69,7 @@ class RaceOp:
     end: int | None = None
     type: str = "info"
     result: Any = None
+    outcome: str | None = None  # what the answer said it did (``writers.engine.judge``)
 
 
 @dataclass
@@ -390,8 +392,7 @@ def _call(w: _Writer, timeout: float | None = None) -> None:
         op.type, op.result = "info", str(e)
         w.traced.events.put(Event("exit", note=str(e)))
         return
-    op.result = answer.result if answer.ok else answer.error
-    op.type = _classify(answer.ok, op.result)
+    op.type, op.outcome, op.result = engine.judge(w.driver, op.op, answer)
     w.traced.events.put(Event("done", note="" if answer.clock_ms is None else str(answer.clock_ms)))
 
 

@@ -38,6 +38,7 @@ class ImplInfo:
     spec: str
     name: str = "unknown"
     version: str = "unknown"
+    ops: frozenset[str] | None = None  # what its hello offers (None: it did not say)
 
 
 @dataclass
