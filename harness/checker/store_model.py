@@ -26,6 +26,7 @@ from math import inf as INF
 
 from ..oracles import kind_model
 from ..oracles.grammar import to_slug
+from ..oracles.outcome_kind import NO_ENTRY, NO_INDEX
 from . import linearize
 from .history import Op
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict, Part
@@ -50,9 +51,8 @@ def _unchanged(outcome: str) -> bool:
 class StoreKindModel:
     """The store as ``kind_model`` sees it, compared by outcome (``linearize.Model``).
 
-    ``within_topic``: the model of one family's sub-history (blind to whether the index
-    exists: outcomes already are, no index and no entry both being ``not-found``).  Bodies
-    stay out of the states (``bodies=False``): outcomes never depend on them.
+    ``within_topic``: the model of one family's sub-history, blind to whether the index
+    exists.  Bodies stay out of the states (``bodies=False``): outcomes never depend on them.
     """
 
     def __init__(self, within_topic: bool = False) -> None:
@@ -69,7 +69,10 @@ class StoreKindModel:
         nxt, kind = kind_model.apply(state, op.op, op.args, bodies=False)
         if op.type != "ok":
             return True, nxt  # no answer to compare: it may have taken effect
-        return kind_model.agrees(self.kind(op), kind_model.as_outcome(kind)), nxt
+        recorded, expected = self.kind(op), kind_model.as_outcome(kind)
+        if self.within_topic:
+            recorded, expected = _blind(recorded), _blind(expected)
+        return kind_model.agrees(recorded, expected), nxt
 
     def key(self, state: State) -> Hashable:
         """The state without what no result kind reads: summaries, the case of names, and
@@ -111,7 +114,7 @@ class StoreKindModel:
         return [Part(to_slug(key.strip()), part, blind) for key, part in parts.items()]
 
     def describe_op(self, op: Op) -> str:
-        return f"{op.op} {op.args} -> {self.kind(op)} ({op.result!r})"
+        return f"{op.op} {op.args} -> {op.result}"
 
     def describe_state(self, state: State) -> str:
         if not state.has_index:
@@ -178,34 +181,48 @@ def _index_key(index: tuple[kind_model.Entry, ...]) -> tuple[tuple[str, str, boo
     return tuple(sorted(entries))
 
 
-def _index_order(ops: list[Op]) -> list[Op] | None:
-    """A lookup that no order explains as to whether ``MEMORY.md`` exists, or ``None``.
+def _blind(outcome: str) -> str:
+    """No index and no entry as one answer (``not-found``)."""
+    return "not-found" if outcome.startswith("not-found") else outcome
 
-    Only a write creates the index (S-WRITE-1), and nothing deletes it: a lookup that found
-    an entry (or refused one) before any write had even started is not linearizable.  This
-    is what the families, each blind to the index, cannot see.  (The converse — "no index"
-    after a write returned — is not told apart from "no entry" by outcomes: both are
-    ``not-found``, docs/IMPLEMENTING.md §2.)
+
+def _index_order(ops: list[Op]) -> list[Op] | None:
+    """Two ops that no order explains as to whether ``MEMORY.md`` exists, or ``None``.
+
+    Only a write creates the index (S-WRITE-1), and nothing deletes it: a lookup that
+    answered "no index" after an acknowledged write had returned, or one that answered
+    anything else before any write had even started, is not linearizable.  This is what the
+    families, each blind to the index, cannot see.  A declared ``not-found`` does not say
+    which of the two it was (``outcome_kind.history_outcome``) and is taken as either.
     """
+    first_ack: Op | None = None  # the acknowledged write that returned first
     first_start: Op | None = None  # the write invoked first
     lookups: list[Op] = []
     for o in ops:
         if o.op == "write_memory" and o.type != "fail":
             if first_start is None or o.start < first_start.start:
                 first_start = o
+            if (o.type == "ok" and o.end is not None and (first_ack is None or o.end < (first_ack.end or 0))
+                    and recorded_kind(o).startswith("ok")):
+                first_ack = o
         elif o.type == "ok" and o.op in ("remove_memory", "pin_memory"):
             lookups.append(o)
+    acked = INF if first_ack is None or first_ack.end is None else first_ack.end
     started = INF if first_start is None else first_start.start
-    bad = [o for o in lookups if o.end is not None and o.end < started and _saw_index(recorded_kind(o))]
+    bad = [o for o in lookups
+           if (o.start > acked and recorded_kind(o) == NO_INDEX)
+           or (o.end is not None and o.end < started and _saw_index(recorded_kind(o)))]
     if not bad:
         return None
     o = min(bad, key=lambda o: o.start)
+    if first_ack is not None and recorded_kind(o) == NO_INDEX:
+        return [first_ack, o]
     return [o] if first_start is None else [o, first_start]
 
 
 def _saw_index(outcome: str) -> bool:
     """An answer of remove or pin that only a store with ``MEMORY.md`` gives."""
-    return outcome.split(":", 1)[0] in ("ok", "refused")
+    return outcome.split(":", 1)[0] in ("ok", "refused") or outcome == NO_ENTRY
 
 
 def check(

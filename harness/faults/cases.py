@@ -83,7 +83,8 @@ class OpCase:
     def shared(self) -> bool:
         """Laid out over the shared store alone (and the configuration that switches it on):
         any co-writer can run it, whatever its private layout."""
-        return all(rel.startswith(("{S}/", "{C}", SHARED_REL + "/")) or rel in CONFIGS for rel in self.given)
+        on_shared = [rel for rel in self.given if rel.startswith(("{S}/", SHARED_REL + "/"))]
+        return bool(on_shared) and all(rel in on_shared or rel == "{C}" or rel in CONFIGS for rel in self.given)
 
     def applies(self, impl: str, ops: frozenset[str] | None = None) -> bool:
         """Whether ``impl`` (a ``PeerSpec.kind``) can run this case: its layout is known or

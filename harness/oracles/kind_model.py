@@ -117,15 +117,16 @@ def answer_kind(answer: Any) -> str:
 _AS_OUTCOME = {
     "created": "ok:created", "updated": "ok:updated", "removed": "ok:removed", "pinned": "ok:pinned",
     "unpinned": "ok:unpinned", "already_pinned": "ok:unchanged", "already_unpinned": "ok:unchanged",
-    "not_found": "not-found", "no_index": "not-found", "ambiguous": "refused:ambiguous",
+    "not_found": outcome_kind.NO_ENTRY, "no_index": outcome_kind.NO_INDEX, "ambiguous": "refused:ambiguous",
     "pinned_refused": "refused:pinned", "invalid": "refused:invalid-topic", BUSY: "busy",
 }
 _INVALID = frozenset({"invalid-topic", "reserved-topic"})  # the model's one ``invalid``
 
 
 def as_outcome(kind: str) -> str:
-    """A model kind as the outcome an op answers (docs/IMPLEMENTING.md §2): no index and no
-    entry are both ``not-found`` there, already pinned and already unpinned ``ok:unchanged``."""
+    """A model kind as the outcome an op answers (docs/IMPLEMENTING.md §2; already pinned and
+    already unpinned are ``ok:unchanged``), no index and no entry told apart by the
+    harness-only details of ``outcome_kind.history_outcome``."""
     return _AS_OUTCOME.get(kind, kind)
 
 
@@ -162,12 +163,12 @@ def recorded_outcome(op: str, type_: str, result: Any, outcome: str | None) -> s
         return "busy"
     if type_ == "info":
         return "error"
-    return _of_text(op, result) if isinstance(result, str) else outcome_kind.outcome_of("", op, _Text(True, result))
+    return _of_text(op, result) if isinstance(result, str) else outcome_kind.history_outcome("", op, _Text(True, result))
 
 
 @functools.lru_cache(maxsize=4096)
 def _of_text(op: str, text: str) -> str:
-    return outcome_kind.outcome_of("", op, _Text(True, text))
+    return outcome_kind.history_outcome("", op, _Text(True, text))
 
 
 def op_outcome(op: Any) -> str:

@@ -30,7 +30,7 @@ from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
-from ..oracles.outcome_kind import outcome_of
+from ..oracles.outcome_kind import history_outcome
 from ..oracles.settled import settled_violations
 from ..oracles.spec import INDEX_NAME
 from . import carry_race
@@ -109,7 +109,7 @@ def judge(driver: Driver, op: str, answer: Answer) -> tuple[str, str, Any]:
     the family from its ``hello``); the checkers read it, never the text (issue 30 item 2).
     ``fail`` is a busy answer (definitely no effect), ``info`` an error (it may have been
     rolled back or not), every other outcome ``ok``."""
-    outcome = outcome_of(str(driver.hello.get("impl", "")), op, answer)
+    outcome = history_outcome(str(driver.hello.get("impl", "")), op, answer)
     kind = outcome.split(":", 1)[0]
     type_ = "fail" if kind == "busy" else "info" if kind == "error" else "ok"
     return type_, outcome, answer.result if answer.ok else answer.error
