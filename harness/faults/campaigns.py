@@ -159,6 +159,14 @@ class Enumeration:
     calls: list[Traced]
     pid: int
     attach: bool = False  # the store work runs in a backing process: trace and fault it alone
+    elsewhere: int = 0  # store-touching calls of processes other than the hello pid's
+
+    def note(self) -> str:
+        """Why a case has no crash point although the op touched the store."""
+        if self.calls or not self.elsewhere:
+            return ""
+        return (f"no store-touching call by the driver's hello pid {self.pid}, {self.elsewhere} by other processes "
+                "(one started per op?): kills and errors aim at the hello pid; crash --trace follows every process")
 
     def target(self, call: Traced, action: str, errno: str = "EIO", delay_us: int = 0) -> Fault:
         return Fault(call.syscall, call.nth, action, errno, delay_us)
@@ -178,8 +186,9 @@ def enumerate_case(spec: PeerSpec, sandbox: Sandbox, case: OpCase, *, timeout: f
     if attach is None and run.calls and run.calls[0].tid != run.pid:  # the first tracee is the one started
         return enumerate_case(spec, sandbox, case, timeout=timeout, attach=True)
     after = None if attach else 1
-    calls = [c for c in store_calls(run.calls, run.answers, root, after_id=after) if c.tid == run.pid]
-    return Enumeration(case, before, run.state, run.answer, calls, run.pid, bool(attach))
+    touching = store_calls(run.calls, run.answers, root, after_id=after)
+    calls = [c for c in touching if c.tid == run.pid]
+    return Enumeration(case, before, run.state, run.answer, calls, run.pid, bool(attach), len(touching) - len(calls))
 
 
 def _hit(run: Run, want: Traced, root: str, action: str) -> str | None:
@@ -228,6 +237,7 @@ class CaseReport:
     points: list[Point] = field(default_factory=list)
     calls: int = 0
     seconds: float = 0.0
+    note: str = ""  # why nothing could be aimed at (``Enumeration.note``)
 
     @property
     def violations(self) -> int:
@@ -263,7 +273,7 @@ class CaseReport:
             f"{self.impl} {self.case} [{self.mode}]: {self.calls} store-touching calls, "
             f"{len(self.points)} runs, {self.violations} with violations, {missed} missed, {self.seconds:.1f} s"
         )
-        lines = [head]
+        lines = [head] + ([f"  {self.note}"] if self.note else [])
         for p in self.points:
             bad = p.violations
             if not (bad or verbose or p.missed):
@@ -357,7 +367,7 @@ def _campaign(
     started = time.monotonic()
     try:
         en = enumerate_case(spec, sb, case, timeout=timeout)
-        report = CaseReport(spec.name, case.name, kind, calls=len(en.calls))
+        report = CaseReport(spec.name, case.name, kind, calls=len(en.calls), note=en.note())
         yield sb, en, report
         report.seconds = time.monotonic() - started
     finally:
