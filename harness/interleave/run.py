@@ -212,14 +212,28 @@ class _Engine:
                     self.errors.append(f"{slot.name} ({slot.spec.name}): {e}")
                 self._restart(slot)
                 continue
+            with slot.lock:
+                by, slot.killed_by = slot.killed_by, None
+            if by is not None and not answer.ok:
+                # the kill hit the process the driver names in hello, its backing process (the
+                # example driver's reference), and the driver lived to answer the error: the
+                # op was killed all the same, and whatever that process left (its lock) is
+                # the kill's, not a leftover of an answered op (issue 30)
+                self.history.record(slot.name, "info", op, args, f"killed by nemesis (fault {by}): {answer.error}")
+                st.info += 1
+                st.done += 1
+                self._restart(slot)
+                continue
             kind, outcome, result = judge(slot.driver, op, answer)
             self.history.record(slot.name, kind, op, args, result, outcome)
-            if not (faulted or slot.fault is not None):  # an injected errno may keep a lock legitimately
+            if not (faulted or slot.fault is not None or by is not None):  # an injected errno may keep a lock legitimately
                 self._leftover(slot.spec, before, slot.driver.pid, op, kind, slot.name)
             st.done += 1
             st.ok += kind == "ok"
             st.busy += kind == "fail"
             st.info += kind == "info"
+            if by is not None:  # killed just after its answer: the process is gone all the same
+                self._restart(slot)
 
     def _restart(self, slot: Slot) -> None:
         """A fresh writer of the same implementation in the slot (the killed one is gone)."""
