@@ -4,6 +4,12 @@
 ``info``: unknown (the process was killed, hung or answered garbage) — it may or may not have
 happened.  Times are monotonic nanoseconds from one clock shared by all writers' threads.
 
+A completion also records the op's **outcome** (issue 30 item 2: ``ok:created``, ``busy``,
+``not-found`` …, docs/IMPLEMENTING.md §2): what a driver declaring outcome kinds said, or
+what a JS peer's text says through its family's table (``oracles.outcome_kind``).  The
+checkers read the outcome, never the text, so a tool in its own words is judged like the
+others.  A history saved before outcomes were recorded gets them from its texts on load.
+
 A nemesis run (issue 13) also records its faults, each as the events of its own process
 ``nemesis-<id>`` (``invoke`` when the fault starts, ``ok`` when it ends), and its schedule in
 ``meta`` (the file's first line, ``{"meta": …}``), so the run can be replayed from its history.
@@ -20,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..oracles.kind_model import recorded_outcome
 
 TYPES = ("invoke", "ok", "fail", "info")
 NEMESIS = "nemesis"
@@ -47,6 +55,7 @@ class Event:
     args: dict[str, Any]
     time: int
     result: Any = None
+    outcome: str | None = None
 
 
 @dataclass
@@ -61,6 +70,7 @@ class Op:
     end: int | None
     type: str  # ok | fail | info
     result: Any = None
+    outcome: str | None = None  # ``ok:created``, ``busy`` … (``kind_model.recorded_outcome``)
 
 
 @dataclass
@@ -69,8 +79,9 @@ class History:
     meta: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None) -> Event:
-        ev = Event(process, type_, op, args, time.monotonic_ns(), result)
+    def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None,
+               outcome: str | None = None) -> Event:
+        ev = Event(process, type_, op, args, time.monotonic_ns(), result, outcome)
         with self._lock:
             self.events.append(ev)
         return ev
@@ -105,9 +116,10 @@ class History:
                     args = encode(ev.args)
                     last[ev.process] = (ev.args, args)
                 t, r = ev.time, ev.result
+                kind = "" if ev.outcome is None else f', "outcome": {name(ev.outcome)}'
                 lines.append(f'{{"process": {name(ev.process)}, "type": {name(ev.type)}, "op": {name(ev.op)}, '
                              f'"args": {args}, "time": {t if type(t) is int else encode(t)}, '
-                             f'"result": {"null" if r is None else encode(r)}}}\n')
+                             f'"result": {"null" if r is None else encode(r)}{kind}}}\n')
                 if n % TICK == 0:
                     f.writelines(lines)
                     lines.clear()
@@ -129,7 +141,8 @@ class History:
                     if isinstance(d, dict) and set(d) == {"meta"} and isinstance(d["meta"], dict):
                         h.meta = d["meta"]
                         continue
-                    ev = Event(str(d["process"]), str(d["type"]), str(d["op"]), dict(d.get("args") or {}), int(d["time"]), d.get("result"))
+                    ev = Event(str(d["process"]), str(d["type"]), str(d["op"]), dict(d.get("args") or {}), int(d["time"]),
+                               d.get("result"), _outcome(d))
                 except (ValueError, KeyError, TypeError) as e:
                     raise HistoryError(f"{path}:{n}: malformed event: {e}") from None
                 if ev.type not in TYPES:
@@ -155,6 +168,11 @@ class History:
         return [ev for ev in self.events if (ev.process in nemesis) == faults]
 
 
+def _outcome(d: dict[str, Any]) -> str | None:
+    got = d.get("outcome")
+    return got if isinstance(got, str) else None
+
+
 def pair(events: Iterable[Event]) -> list[Op]:
     pending: dict[str, Op] = {}
     out: list[Op] = []
@@ -170,5 +188,6 @@ def pair(events: Iterable[Event]) -> list[Op]:
         if op_ is None:
             raise HistoryError(f"process {ev.process}: {ev.type} without an invocation")
         op_.type, op_.result = ev.type, ev.result
+        op_.outcome = None if is_fault(ev.process) else recorded_outcome(ev.op, ev.type, ev.result, ev.outcome)
         op_.end = None if ev.type == "info" else ev.time
     return out

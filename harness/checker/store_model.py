@@ -19,7 +19,6 @@ histories.  This adapter is the one place that knows both:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
@@ -27,51 +26,41 @@ from math import inf as INF
 
 from ..oracles import kind_model
 from ..oracles.grammar import to_slug
+from ..oracles.outcome_kind import NO_ENTRY, NO_INDEX
 from . import linearize
 from .history import Op
 from .linearize import NOT_LINEARIZABLE, LinearizabilityVerdict, Part
 
 State = kind_model.State
-WRITTEN = frozenset({"created", "updated"})
-UNCHANGED = frozenset({"no_index", "not_found", "ambiguous", "pinned_refused", "already_pinned", "already_unpinned"})
-"""Result kinds of remove and pin that leave the model state as it was (SPEC §9, §10)."""
+READ_ONLY = frozenset({"not-found", "refused", "ok:unchanged"})
+"""Outcomes of remove and pin that leave the model state as it was (SPEC §9, §10): nothing
+found, a refusal (ambiguous, pinned), already in the requested state."""
 READ_ARGS = ("topic", "pin", "mode", "overwrite")
 """The arguments ``kind_model.apply`` reads besides the content and the summary."""
-SAW_INDEX = (UNCHANGED | {"removed", "pinned", "unpinned"}) - {"no_index"}
-"""Answers of remove and pin that only a store with ``MEMORY.md`` gives."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _kind_of_text(text: str) -> str:
-    return kind_model.result_kind(text)
+def recorded_kind(op: Op) -> str:
+    """The outcome a history op recorded (issue 30 item 2: never its text)."""
+    return kind_model.op_outcome(op)
 
 
-def recorded_kind(result: object) -> str:
-    """The result kind of a recorded answer (cached: the search asks once per step)."""
-    return _kind_of_text(result) if isinstance(result, str) else kind_model.result_kind(result)
+def _unchanged(outcome: str) -> bool:
+    return outcome in READ_ONLY or outcome.split(":", 1)[0] in READ_ONLY
 
 
 class StoreKindModel:
-    """The store as ``kind_model`` sees it, compared by result kind (``linearize.Model``).
+    """The store as ``kind_model`` sees it, compared by outcome (``linearize.Model``).
 
     ``within_topic``: the model of one family's sub-history, blind to whether the index
-    exists.  Bodies stay out of the states (``bodies=False``): kinds never depend on them.
+    exists.  Bodies stay out of the states (``bodies=False``): outcomes never depend on them.
     """
 
     def __init__(self, within_topic: bool = False) -> None:
         self.within_topic = within_topic
-        self._kinds: dict[str, str] = {}  # an answer's text -> its kind, for this check
 
-    def kind(self, result: object) -> str:
-        """The result kind of a recorded answer, each text classified once per check (a pin's
-        answer quotes the index before and after: most texts are unique, too many for
-        ``recorded_kind``'s cache)."""
-        if type(result) is not str:
-            return kind_model.result_kind(result)
-        kind = self._kinds.get(result)
-        if kind is None:
-            kind = self._kinds[result] = kind_model.result_kind(result)
-        return kind
+    def kind(self, op: Op) -> str:
+        """The outcome an op recorded."""
+        return kind_model.op_outcome(op)
 
     def init(self) -> State:
         return State()
@@ -80,11 +69,10 @@ class StoreKindModel:
         nxt, kind = kind_model.apply(state, op.op, op.args, bodies=False)
         if op.type != "ok":
             return True, nxt  # no answer to compare: it may have taken effect
-        expected = self.kind(op.result)
+        recorded, expected = self.kind(op), kind_model.as_outcome(kind)
         if self.within_topic:
-            kind = _blind(kind)
-            expected = _blind(expected)
-        return kind == expected, nxt
+            recorded, expected = _blind(recorded), _blind(expected)
+        return kind_model.agrees(recorded, expected), nxt
 
     def key(self, state: State) -> Hashable:
         """The state without what no result kind reads: summaries, the case of names, and
@@ -103,7 +91,7 @@ class StoreKindModel:
         history) is read as its repr."""
         get = op.args.get
         topic, pin, mode, overwrite = get("topic"), get("pin"), get("mode"), get("overwrite")
-        answer = self.kind(op.result) if op.type == "ok" else None
+        answer = self.kind(op) if op.type == "ok" else None
         raw = (op.op, op.type, answer, topic, type(topic), pin, type(pin), mode, type(mode), overwrite, type(overwrite))
         try:
             hash(raw)
@@ -112,7 +100,7 @@ class StoreKindModel:
         return raw
 
     def read_only(self, op: Op) -> bool:
-        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and self.kind(op.result) in UNCHANGED
+        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and _unchanged(self.kind(op))
 
     def partition(self, ops: list[Op]) -> list[Part[State]] | None:
         """One part per topic family; ``None`` when every topic reaches every other."""
@@ -193,8 +181,9 @@ def _index_key(index: tuple[kind_model.Entry, ...]) -> tuple[tuple[str, str, boo
     return tuple(sorted(entries))
 
 
-def _blind(kind: str) -> str:
-    return "not_found" if kind == "no_index" else kind
+def _blind(outcome: str) -> str:
+    """No index and no entry as one answer (``not-found``)."""
+    return "not-found" if outcome.startswith("not-found") else outcome
 
 
 def _index_order(ops: list[Op]) -> list[Op] | None:
@@ -203,7 +192,8 @@ def _index_order(ops: list[Op]) -> list[Op] | None:
     Only a write creates the index (S-WRITE-1), and nothing deletes it: a lookup that
     answered "no index" after an acknowledged write had returned, or one that answered
     anything else before any write had even started, is not linearizable.  This is what the
-    families, each blind to the index, cannot see.
+    families, each blind to the index, cannot see.  A declared ``not-found`` does not say
+    which of the two it was (``outcome_kind.history_outcome``) and is taken as either.
     """
     first_ack: Op | None = None  # the acknowledged write that returned first
     first_start: Op | None = None  # the write invoked first
@@ -213,21 +203,26 @@ def _index_order(ops: list[Op]) -> list[Op] | None:
             if first_start is None or o.start < first_start.start:
                 first_start = o
             if (o.type == "ok" and o.end is not None and (first_ack is None or o.end < (first_ack.end or 0))
-                    and recorded_kind(o.result) in WRITTEN):
+                    and recorded_kind(o).startswith("ok")):
                 first_ack = o
         elif o.type == "ok" and o.op in ("remove_memory", "pin_memory"):
             lookups.append(o)
     acked = INF if first_ack is None or first_ack.end is None else first_ack.end
     started = INF if first_start is None else first_start.start
     bad = [o for o in lookups
-           if (o.start > acked and recorded_kind(o.result) == "no_index")
-           or (o.end is not None and o.end < started and recorded_kind(o.result) in SAW_INDEX)]
+           if (o.start > acked and recorded_kind(o) == NO_INDEX)
+           or (o.end is not None and o.end < started and _saw_index(recorded_kind(o)))]
     if not bad:
         return None
     o = min(bad, key=lambda o: o.start)
-    if first_ack is not None and recorded_kind(o.result) == "no_index":
+    if first_ack is not None and recorded_kind(o) == NO_INDEX:
         return [first_ack, o]
     return [o] if first_start is None else [o, first_start]
+
+
+def _saw_index(outcome: str) -> bool:
+    """An answer of remove or pin that only a store with ``MEMORY.md`` gives."""
+    return outcome.split(":", 1)[0] in ("ok", "refused") or outcome == NO_ENTRY
 
 
 def check(

@@ -159,21 +159,44 @@ def offered(cases: list[OpCase], info: envelope.ImplInfo) -> list[OpCase]:
     return keep
 
 
-def _cases(names: list[str], impl: str) -> list[OpCase]:
+def _cases(names: list[str], impl: str, ops: frozenset[str] | None = None, who: str = "") -> list[OpCase]:
+    """The op cases named (``all``, a case, a kind, a scenario file) that ``impl`` can run:
+    its layout is known or the case is over the shared store alone, and its hello offers the
+    op.  A case named outright that it cannot run is one line saying what is missing."""
+    who = who or impl
     out: list[OpCase] = []
     for name in names or ["all"]:
         if name == "all":
-            out += [c for c in CASES.values() if impl in c.impls]
+            out += [c for c in CASES.values() if c.applies(impl, ops)]
         elif name.endswith(".json"):
-            out.append(case_from_scenario(Path(name)))
+            case = case_from_scenario(Path(name))
+            if not case.applies(impl, ops):
+                raise UsageError(f"--op {name}: " + _why_not(case, impl, ops, who))
+            out.append(case)
         elif name in CASES:
-            out.append(CASES[name])
+            case = CASES[name]
+            if not case.applies(impl, ops):
+                raise UsageError(_why_not(case, impl, ops, who))
+            out.append(case)
         elif name in {c.kind for c in CASES.values()}:  # an op kind: its cases for this impl
-            out += [c for c in CASES.values() if c.kind == name and impl in c.impls]
+            out += [c for c in CASES.values() if c.kind == name and c.applies(impl, ops)]
         else:
             raise UsageError(f"unknown op case {name!r} (known: {', '.join(CASES)}, a kind "
                              f"({', '.join(sorted({c.kind for c in CASES.values()}))}), all, or a scenario file)")
+    if not out:
+        wanted = sorted({c.op for c in CASES.values() if c.shared})
+        offered = "its hello lists no ops" if ops is None else f"its hello offers {', '.join(sorted(ops)) or 'no op'}"
+        raise UsageError(f"no op case of {' '.join(names or ['all'])!r} applies to {who}: the shared-store cases need "
+                         f"one of {', '.join(wanted)} ({offered})")
     return out
+
+
+def _why_not(case: OpCase, impl: str, ops: frozenset[str] | None, who: str) -> str:
+    if ops is not None and case.op not in ops:
+        return f"op case {case.name} needs {case.op}, which {who} does not offer (its hello ops)"
+    runs = ", ".join(c.name for c in CASES.values() if c.applies(impl, ops)) or "none"
+    return (f"op case {case.name} is laid out over the JS tools' private stores, not {who}'s; "
+            f"the cases over the shared store it can run: {runs}")
 
 
 def _explorer_findings(result: Any, impl: str, reproduce: str) -> list[Finding]:
@@ -266,28 +289,27 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     spec = PeerSpec.parse(args.impl)
-    cases = _cases(args.op, spec.kind)
-    if not cases:
-        raise UsageError(f"no op case applies to {spec.kind} (known: {', '.join(CASES)})")
     report = envelope.RunReport(command=envelope.argv())
     reproduce = " ".join(report.command)
     on_hazard = fail_on_hazard(args)
-    if args.trace:
-        return _trace(args, spec, cases, report, reproduce, on_hazard)
     if args.explore or args.exhaustive:
         if spec.kind != "python":
             raise UsageError("--explore runs the reference in process; use --impl python")
+        cases = _cases(args.op, spec.kind)
         report.impls = [envelope.ImplInfo("python", "memconform-reference (in process)", "unknown")]
         findings, executed, stats = _explore(args, cases, "reference (in process)", reproduce)
         return _finish(args, report, dedupe(findings), executed, stats, on_hazard)
-    from ..faults.campaigns import crash_runs, error_runs
     from ..faults.strace import strace_unavailable
 
     reason = strace_unavailable()
     if reason:
         raise UsageError(reason)
     report.impls = preflight([spec], timeout=args.timeout)
-    cases = offered(cases, report.impls[0])
+    cases = offered(_cases(args.op, spec.kind, capabilities.of_impl(report.impls[0]).ops, spec.name), report.impls[0])
+    if args.trace:
+        return _trace(args, spec, cases, report, reproduce, on_hazard)
+    from ..faults.campaigns import crash_runs, error_runs
+
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     only: Callable[[int, Any], bool] | None = _points(args.points)
 
@@ -344,7 +366,6 @@ def _run_cases(one: Callable[[OpCase], CaseReport], cases: list[OpCase], paralle
 def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report: envelope.RunReport,
            reproduce: str, on_hazard: bool) -> int:
     """``--trace``: one recording per case, every model's states judged, recovery on request."""
-    from ..faults.strace import strace_unavailable
     from ..faults.trace_run import findings_of, run_traced
     from ..faults.trace_states import TRACE_MODELS
 
@@ -352,11 +373,6 @@ def _trace(args: argparse.Namespace, spec: PeerSpec, cases: list[OpCase], report
     unknown = set(models) - set(TRACE_MODELS)
     if unknown:
         raise UsageError(f"unknown model(s) {', '.join(sorted(unknown))}; known: {', '.join(TRACE_MODELS)}")
-    reason = strace_unavailable()
-    if reason:
-        raise UsageError(reason)
-    report.impls = preflight([spec], timeout=args.timeout)
-    cases = offered(cases, report.impls[0])
     impl = f"{report.impls[0].name} {report.impls[0].version}"
     camp = run_traced(spec, cases, models, impl=impl, recover=args.recover, workers=args.workers,
                       granularity=args.granularity, timeout=args.timeout, quiet=bool(getattr(args, "quiet", False)))

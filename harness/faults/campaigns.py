@@ -13,6 +13,7 @@ Every state is judged by ``harness.oracles.crash_judge``.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,8 +39,18 @@ from ..oracles.spec import TEMP_SUFFIX
 from . import ERRNOS, NOW
 from .cases import OpCase
 from .explorer import ROOT, Explorer, new_server, run_op
-from .outcomes import Outage, call_name, injectable, measure_outage
-from .strace import Fault, Traced, parse_trace, rel, stable_python_env, store_calls, strace_command
+from .outcomes import Outage, call_name, injectable, kind_of, measure_outage, refused_write
+from .strace import (
+    Fault,
+    Traced,
+    attach_tracer,
+    detach_tracer,
+    parse_trace,
+    rel,
+    stable_python_env,
+    store_calls,
+    strace_command,
+)
 
 # --- one traced run -----------------------------------------------------------------------
 
@@ -55,6 +66,7 @@ class Run:
     answers: list[tuple[int, int]]
     pid: int
     seconds: float
+    impl: str = ""  # what the driver called itself in hello: the family its texts are read by
 
 
 def put_state(sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
@@ -84,24 +96,35 @@ def traced_run(
     timeout: float = 15.0,
     trace_dir: str | None = None,
     env: Mapping[str, str] | None = None,
+    attach: bool = False,
 ) -> Run:
-    """Start a driver (under strace), pin the clock, run ``op`` once, and stop."""
+    """Start a driver (under strace), pin the clock, run ``op`` once, and stop.
+
+    ``attach``: the driver starts untraced and strace attaches to its ``hello`` pid once the
+    clock is pinned (``strace.attach_tracer``), for a driver whose store work runs in a
+    backing process: the trace and the fault are then that process's alone, counted from
+    just before the op."""
     started = time.monotonic()
     tmp = temp_dir("memconform-trace-", trace_dir)
     trace = tmp / "trace.txt"
     full_env = {**sandbox.env(), **stable_python_env(), **(env or {})}
-    wrapper = strace_command(str(trace), fault) if traced else []
+    wrapper = strace_command(str(trace), fault) if traced and not attach else []
     driver: Driver | None = None
+    tracer: subprocess.Popen[bytes] | None = None
     answer: Answer | None = None
     error = ""
     pid = 0
+    impl = ""
     try:
         try:
             driver = start_driver(spec, full_env, cwd=str(sandbox.root), timeout=timeout, wrapper=wrapper)
             pid = driver.pid
+            impl = str(driver.hello.get("impl", ""))
             clock = driver.call("set_clock", {"now": NOW, "mode": "frozen", "tz": "UTC"})
             if not clock.ok:
                 raise DriverError(f"set_clock refused: {clock.error}")
+            if traced and attach and (tracer := attach_tracer(pid, str(trace), fault)) is None:
+                raise DriverError(f"strace could not attach to the backing process {pid}")
         except DriverError as e:
             error = f"before the operation: {e}"
         else:
@@ -114,10 +137,12 @@ def traced_run(
             if answer is None:
                 driver.kill()
             driver.close()
+        if tracer is not None:
+            detach_tracer(tracer)
     text = trace.read_text(encoding="utf-8", errors="replace") if trace.exists() else ""
     remove_temp(tmp)
     calls, answers = parse_trace(text)
-    return Run(answer, error, snapshot(sandbox.root), calls, answers, pid, time.monotonic() - started)
+    return Run(answer, error, snapshot(sandbox.root), calls, answers, pid, time.monotonic() - started, impl)
 
 
 # --- enumerate, then one fault per call -------------------------------------------------------
@@ -133,18 +158,37 @@ class Enumeration:
     answer: Answer | None
     calls: list[Traced]
     pid: int
+    attach: bool = False  # the store work runs in a backing process: trace and fault it alone
+    elsewhere: int = 0  # store-touching calls of processes other than the hello pid's
+
+    def note(self) -> str:
+        """Why a case has no crash point although the op touched the store."""
+        if self.calls or not self.elsewhere:
+            return ""
+        return (f"no store-touching call by the driver's hello pid {self.pid}, {self.elsewhere} by other processes "
+                "(one started per op?): kills and errors aim at the hello pid; crash --trace follows every process")
 
     def target(self, call: Traced, action: str, errno: str = "EIO", delay_us: int = 0) -> Fault:
         return Fault(call.syscall, call.nth, action, errno, delay_us)
 
 
-def enumerate_case(spec: PeerSpec, sandbox: Sandbox, case: OpCase, *, timeout: float = 15.0) -> Enumeration:
+def enumerate_case(spec: PeerSpec, sandbox: Sandbox, case: OpCase, *, timeout: float = 15.0,
+                   attach: bool | None = None) -> Enumeration:
+    """The op's store-touching calls in a fault-free traced run.  A driver whose ``hello``
+    pid is not the process it started (the example driver keeps the reference behind it)
+    is enumerated again with strace attached to that pid (``attach``): strace counts a
+    syscall per tracee, so a fault aimed at the backing process's n-th ``write`` would also
+    hit the driver's own n-th ``write`` (issue 30 item 1)."""
+    root = str(sandbox.root)
     put_state(sandbox, case.files(spec.kind))
     before = snapshot(sandbox.root)
-    run = traced_run(spec, sandbox, case.op, case.args, timeout=timeout)
-    root = str(sandbox.root)
-    calls = [c for c in store_calls(run.calls, run.answers, root, after_id=1) if c.tid == run.pid]
-    return Enumeration(case, before, run.state, run.answer, calls, run.pid)
+    run = traced_run(spec, sandbox, case.op, case.args, timeout=timeout, attach=bool(attach))
+    if attach is None and run.calls and run.calls[0].tid != run.pid:  # the first tracee is the one started
+        return enumerate_case(spec, sandbox, case, timeout=timeout, attach=True)
+    after = None if attach else 1
+    touching = store_calls(run.calls, run.answers, root, after_id=after)
+    calls = [c for c in touching if c.tid == run.pid]
+    return Enumeration(case, before, run.state, run.answer, calls, run.pid, bool(attach), len(touching) - len(calls))
 
 
 def _hit(run: Run, want: Traced, root: str, action: str) -> str | None:
@@ -193,6 +237,7 @@ class CaseReport:
     points: list[Point] = field(default_factory=list)
     calls: int = 0
     seconds: float = 0.0
+    note: str = ""  # why nothing could be aimed at (``Enumeration.note``)
 
     @property
     def violations(self) -> int:
@@ -228,7 +273,7 @@ class CaseReport:
             f"{self.impl} {self.case} [{self.mode}]: {self.calls} store-touching calls, "
             f"{len(self.points)} runs, {self.violations} with violations, {missed} missed, {self.seconds:.1f} s"
         )
-        lines = [head]
+        lines = [head] + ([f"  {self.note}"] if self.note else [])
         for p in self.points:
             bad = p.violations
             if not (bad or verbose or p.missed):
@@ -260,7 +305,7 @@ def recover(spec: PeerSpec, sandbox: Sandbox, case: OpCase, before: State, *, ti
     run = traced_run(spec, sandbox, op, args, traced=False, timeout=timeout)
     out = check_settled_state(run.state, before, case.intent, live_pids=(run.pid,))
     a = run.answer
-    if a is None or not a.ok or (isinstance(a.result, str) and "busy" in a.result):
+    if a is None or not a.ok or refused_write(run.impl, op, a):
         what = run.error if a is None else (a.result if a.ok else a.error)
         out.append(CrashFinding("S-INV-8", "not-recoverable", op, f"recovery answered {what!r}"))
     return out
@@ -275,11 +320,12 @@ def _faulted(
     for attempt in range(2):
         call = en.calls[i - 1]
         put_state(sb, case.files(spec.kind))
-        run = traced_run(spec, sb, case.op, case.args, fault=en.target(call, action, errno), timeout=timeout)
+        run = traced_run(spec, sb, case.op, case.args, fault=en.target(call, action, errno), timeout=timeout,
+                         attach=en.attach)
         missed = _hit(run, call, root, action)
         if missed is None or attempt == 1:
             return run, missed
-        fresh = enumerate_case(spec, sb, case, timeout=timeout)
+        fresh = enumerate_case(spec, sb, case, timeout=timeout, attach=en.attach)
         if [c.key(root) for c in fresh.calls] != [c.key(root) for c in en.calls]:
             return run, missed + " (and the call sequence changed between runs)"
         en.calls = fresh.calls
@@ -321,7 +367,7 @@ def _campaign(
     started = time.monotonic()
     try:
         en = enumerate_case(spec, sb, case, timeout=timeout)
-        report = CaseReport(spec.name, case.name, kind, calls=len(en.calls))
+        report = CaseReport(spec.name, case.name, kind, calls=len(en.calls), note=en.note())
         yield sb, en, report
         report.seconds = time.monotonic() - started
     finally:
@@ -391,8 +437,9 @@ def error_runs(
                     answer = run.error
                 else:
                     result = run.answer.result if run.answer.ok else run.answer.error
-                    verdict = judge_fault(case.intent, site, en.before, en.after, run.state, run.answer.ok, result)
-                    answer = f"{'ok' if run.answer.ok else 'error'} {str(result)[:70]!r}"
+                    kind = kind_of(run.impl, case.op, run.answer)  # a refusal in its own words is a failure
+                    verdict = judge_fault(case.intent, site, en.before, en.after, run.state, kind == "ok", result)
+                    answer = f"{kind} {str(result)[:70]!r}"
                 how = f"left by a failed token write ({errno} at {name})" if token_write else f"left by {errno} at {name}"
                 point = Point(i, _describe(call, root), errno, verdict, missed=missed, answer=answer, name=name,
                               inject=injectable(i, en.calls, root), left=run.state)

@@ -2,6 +2,14 @@
 
 Shared by the in-process explorer and the real kills, so both crash the same operations
 from the same stores; the fixture texts are the stores' files in SPEC's formats.
+
+Two kinds of case (issue 30 item 1): those laid out over the two JS tools' private stores
+(``LAYOUTS``: the reference, pi and OpenCode only), and those over the **shared store** alone
+(``OpCase.shared``): what docs/SHARED_STORE.md lets any co-writer do there (write in each
+mode, remove, pin, repair where offered).  The shared cases apply to every implementation,
+a third tool's ``node:`` driver included, whose ``hello`` offers their op (``applies``);
+such a driver finds the shared store switched on in both JS tools' configuration places,
+as the scenarios put it (docs/IMPLEMENTING.md §1).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ LAYOUTS: dict[str, Layout] = {
     "pi": Layout("agent/memory", "agent/memory.jsonc"),
     "opencode": Layout("home/.config/opencode/memory", "home/.config/opencode/memory.jsonc"),
 }
+CONFIGS = tuple(lay.config for lay in LAYOUTS.values())
+"""Where a case's ``{C}`` goes for a tool of no known layout: both JS tools' places."""
 STAMP = "2026-08-01T00:00:00+00:00"
 
 
@@ -69,11 +79,31 @@ class OpCase:
     impls: frozenset[str] = frozenset({"python", "pi", "opencode"})
     description: str = ""
 
+    @property
+    def shared(self) -> bool:
+        """Laid out over the shared store alone (and the configuration that switches it on):
+        any co-writer can run it, whatever its private layout."""
+        on_shared = [rel for rel in self.given if rel.startswith(("{S}/", SHARED_REL + "/"))]
+        return bool(on_shared) and all(rel in on_shared or rel == "{C}" or rel in CONFIGS for rel in self.given)
+
+    def applies(self, impl: str, ops: frozenset[str] | None = None) -> bool:
+        """Whether ``impl`` (a ``PeerSpec.kind``) can run this case: its layout is known or
+        the case is a shared one, and its driver offers the op (``ops``: hello's, when known)."""
+        known = self.shared or impl in LAYOUTS
+        return known and (impl not in LAYOUTS or impl in self.impls) and (ops is None or self.op in ops)
+
     def files(self, impl: str) -> State:
-        lay = LAYOUTS[impl]
+        lay = LAYOUTS.get(impl)
+        if lay is None and not self.shared:
+            raise ValueError(f"op case {self.name} is laid out over the JS tools' private stores, not for {impl}")
         out: State = {}
         for rel, text in self.given.items():
-            rel = rel.replace("{L}", lay.local).replace("{S}", SHARED_REL).replace("{C}", lay.config)
+            if lay is None and rel == "{C}":
+                out.update({c: text.encode("utf-8") for c in CONFIGS})
+                continue
+            rel = rel.replace("{S}", SHARED_REL)
+            if lay is not None:
+                rel = rel.replace("{L}", lay.local).replace("{C}", lay.config)
             out[rel] = text.encode("utf-8")
         return out
 
@@ -88,6 +118,8 @@ def _case(name: str, kind: str, given: dict[str, str], op: str, args: dict[str, 
 _LOCAL_AB = {"{C}": LOCAL_CFG, "{L}/MEMORY.md": INDEX_AB, "{L}/a.md": TOPIC_A, "{L}/b.md": TOPIC_B}
 _SHARED_AB = {"{C}": SHARED_CFG, "{S}/MEMORY.md": INDEX_AB, "{S}/a.md": TOPIC_A, "{S}/b.md": TOPIC_B}
 _PI_ONLY = frozenset({"python", "pi"})
+_UNINDEXED_C = {**_SHARED_AB, "{S}/c.md": topic_text("C", "sea", "gamma"), "{S}/d.md": topic_text("D", "dee", "delta"),
+                f"{{S}}/{TOMBSTONES}": "d.md\n"}
 
 CASES: dict[str, OpCase] = {
     c.name: c
@@ -131,6 +163,30 @@ CASES: dict[str, OpCase] = {
             "write_memory", {"topic": "C", "content": "gamma", "summary": "sea"},
             intent=Intent("write", writes=frozenset({"c.md"})),
             description="a new topic in the shared store, beside another tool's topics",
+        ),
+        _case(
+            "write-shared-append", "write", dict(_SHARED_AB),
+            "write_memory", {"topic": "A", "content": "more", "summary": "ay two"},
+            intent=Intent("write", writes=frozenset({"a.md"})),
+            description="an append to a topic of the shared store",
+        ),
+        _case(
+            "write-shared-replace", "write", dict(_SHARED_AB),
+            "write_memory", {"topic": "A", "content": "fresh", "summary": "ay three", "mode": "replace"},
+            intent=Intent("write", writes=frozenset({"a.md"})),
+            description="a replace-mode write in the shared store",
+        ),
+        _case(
+            "unpin-shared", "pin",
+            {**_SHARED_AB, "{S}/MEMORY.md": INITIAL_INDEX + entry("A", "a.md", "ay") + "\n"
+             + entry("B", "b.md", "bee").replace("(b.md)", "(b.md) [pin]") + "\n"},
+            "pin_memory", {"topic": "B", "pin": False}, intent=Intent("pin"),
+            description="unpinning rewrites the shared index",
+        ),
+        _case(
+            "repair-shared", "repair", dict(_UNINDEXED_C),
+            "repair_memory", {}, intent=Intent("repair", writes=frozenset({"c.md"})), impls=frozenset({"opencode"}),
+            description="repair indexes the unindexed c.md and skips the tombstoned d.md (where offered)",
         ),
         _case(
             "pin-shared", "pin", dict(_SHARED_AB),

@@ -24,6 +24,7 @@ from ..drivers.sandbox import SNAPSHOT_DIR, SNAPSHOT_FIFO, SNAPSHOT_SOCKET, Sand
 from ..gate.regressions import content
 from ..oracles.crash_judge import STORE_DIRS, State, is_lock, is_temp
 from ..oracles.findings import Finding
+from ..oracles.outcome_kind import KIND_OPS, UNKNOWN, classify
 from ..oracles.spec import LOCK_PID
 from ..writers.availability import CAP, LockState, hazard_for, measure, store_locks
 from . import NOW, NOW_MS
@@ -33,6 +34,23 @@ from .strace import Traced, rel, stable_python_env
 CLOCK = {"now": NOW, "mode": "frozen", "tz": "UTC"}  # the clock every faulted run pins
 PROBE_CLOCK = {"now": NOW, "mode": "offset", "tz": "UTC"}  # moving: a busy writer's polls end
 _TMP = re.compile(r"\.tmp-\d+-[0-9a-z-]+")
+
+
+def kind_of(impl: str, op: str, answer: Any) -> str:
+    """What an op's answer says it did, by kind (issue 30 item 1): a store op's declared
+    outcome, or its text read through the tool family's table (``oracles.outcome_kind``);
+    any other op is ``ok`` or ``error`` by its answer.  A store op's text no table knows
+    (``unknown``) is taken at the answer's ``ok``: the judge then sees what it saw before."""
+    if op not in KIND_OPS:
+        return "ok" if answer.ok else "error"
+    kind = classify(impl, op, answer)
+    return kind if kind != UNKNOWN else ("ok" if answer.ok else "error")
+
+
+def refused_write(impl: str, op: str, answer: Any) -> bool:
+    """A store op the next session runs that did not go through: busy or an error (a
+    refusal or not-found of the op itself is an answer, not an outage)."""
+    return kind_of(impl, op, answer) in ("busy", "error")
 
 
 def call_name(call: Traced, root: str) -> str:

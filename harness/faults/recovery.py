@@ -36,7 +36,7 @@ from ..oracles.grammar import parse
 from ..oracles.spec import INDEX_NAME
 from . import NOW_MS
 from .cases import OpCase
-from .outcomes import restore
+from .outcomes import refused_write, restore
 from .strace import stable_python_env
 from .trace import CLOCK, FAST_DIR, renew_op
 from .trace_states import CrashState
@@ -145,7 +145,10 @@ def pipeline(driver: Driver, calls: Sequence[tuple[str, dict[str, Any] | None]])
         if not isinstance(message, dict) or message.get("id") != first + i:
             driver.kill()
             raise DriverError(f"{driver.spec.name}: answer to {op!r} out of order")
-        out.append(Answer(bool(message.get("ok")), message.get("result"), message.get("error")))
+        outcome = message.get("outcome")
+        out.append(Answer(bool(message.get("ok")), message.get("result"), message.get("error"),
+                          outcome=outcome if isinstance(outcome, dict) else None,
+                          kinds_declared=driver.hello.get("outcome_kinds") is True))
     return out
 
 
@@ -190,7 +193,9 @@ class Worker:
                 driver.close()
                 self.driver = None
                 driver, fresh = self._driver()
-            ops = recovery_ops(case, self.spec.kind)
+            offered = driver.hello.get("ops")
+            ops = [(op, args) for op, args in recovery_ops(case, self.spec.kind)
+                   if not isinstance(offered, list) or op in offered]  # a five-op driver: only what it has
             head: list[tuple[str, dict[str, Any] | None]] = [] if fresh else [(str(renew), None)]
             every = pipeline(driver, [*head, ("set_clock", recovery_clock(driver)), *ops])
             answers = every[len(head) + 1 :]
@@ -199,7 +204,7 @@ class Worker:
                     raise DriverError(f"{op} refused: {a.error}")
             for (op, args), a in zip(ops, answers, strict=True):
                 said.append(f"{op}: {'ok' if a.ok else 'error'} {str(a.result if a.ok else a.error)[:80]!r}")
-                refused = not a.ok or (isinstance(a.result, str) and "busy" in a.result)
+                refused = refused_write(str(driver.hello.get("impl", "")), op, a)
                 if refused and is_fresh_write(op, args):
                     out.append(CrashFinding("S-INV-8", "unavailable", ".lock",
                                             f"the store refuses a fresh write after the crash: {said[-1]}", "hazard"))

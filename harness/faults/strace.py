@@ -26,9 +26,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -179,6 +181,52 @@ def strace_command(trace_file: str, fault: Fault | None = None) -> list[str]:
     return cmd
 
 
+def traced_by(pid: int) -> int:
+    """The pid of the tracer attached to ``pid`` (0: none), as the kernel shows it."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def attach_tracer(pid: int, trace_file: str, fault: Fault | None = None, *, wait_s: float = 10.0) -> subprocess.Popen[bytes] | None:
+    """``strace_command``'s tracing and tampering, attached to a running ``pid`` (all its
+    threads) instead of wrapping a driver: for a driver whose store work runs in a backing
+    process (its ``hello`` pid), so that a fault counted per tracee lands in that process
+    only, never in the driver's own I/O (issue 30: the example driver's node process makes
+    ``write`` calls of its own).  Waits (bounded) until the kernel shows the tracer; None if
+    it never does."""
+    cmd = [STRACE, "-f", "-y", "-qq", "-p", str(pid), "-e", "signal=none",
+           "-e", "trace=" + ",".join(STORE_SYSCALLS), "-o", trace_file]
+    if fault is not None:
+        cmd += ["-e", fault.expression()]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:  # a kernel state to poll: nothing signals the attach
+        if proc.poll() is not None:
+            return None
+        if traced_by(pid) == proc.pid:
+            return proc
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait()
+    return None
+
+
+def detach_tracer(proc: subprocess.Popen[bytes]) -> None:
+    """Stop an attached strace (its tracee runs on, or is gone already) and wait for its log."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @dataclass(frozen=True)
 class Traced:
     """One traced call: thread, syscall, the paths it touches, its per-thread number."""
@@ -248,9 +296,10 @@ def parse_trace(text: str) -> tuple[list[Traced], list[tuple[int, int]]]:
     return calls, answers
 
 
-def store_calls(calls: list[Traced], answers: list[tuple[int, int]], root: str, after_id: int) -> list[Traced]:
-    """The calls touching the sandbox after the answer to request ``after_id``."""
-    start = next((i for i, rid in answers if rid == after_id), None)
+def store_calls(calls: list[Traced], answers: list[tuple[int, int]], root: str, after_id: int | None) -> list[Traced]:
+    """The calls touching the sandbox after the answer to request ``after_id`` (None: all of
+    them, for a trace attached just before the op)."""
+    start = -1 if after_id is None else next((i for i, rid in answers if rid == after_id), None)
     if start is None:
         return []
     return [c for c in calls[start + 1 :] if any(p == root or p.startswith(root + "/") for p in c.paths)]

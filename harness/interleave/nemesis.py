@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..faults.strace import STRACE, strace_unavailable
+from ..faults.strace import STRACE, strace_unavailable, traced_by
 
 FAMILIES = ("kill", "pause", "stale-lock", "foreign-lock", "slow", "errno", "clock")
 STRACE_FAMILIES = frozenset({"slow", "errno"})
@@ -366,16 +366,6 @@ def resume(pid: int, wait_s: float = 1.0) -> None:
     while traced_by(pid) and time.monotonic() < deadline:
         time.sleep(0.005)
     signal_pid(pid, signal.SIGCONT)
-
-
-def traced_by(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def attach(pid: int, syscall: str, path: Path, inject: str, log: Path, *, wait_s: float = 5.0) -> Attached | None:

@@ -37,7 +37,7 @@ from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.grammar import to_slug
 from ..oracles.invariants import Violation
-from ..writers.engine import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
+from ..writers.engine import TOPICS, WriterStats, disk_view, judge, next_op, prepare_shared
 from . import nemesis as nm
 from .settle import describe_lock, lock_spans, settled_violations
 from .slot import Slot, store_dir
@@ -212,14 +212,28 @@ class _Engine:
                     self.errors.append(f"{slot.name} ({slot.spec.name}): {e}")
                 self._restart(slot)
                 continue
-            kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
-            self.history.record(slot.name, kind, op, args, answer.result if answer.ok else answer.error)
-            if not (faulted or slot.fault is not None):  # an injected errno may keep a lock legitimately
+            with slot.lock:
+                by, slot.killed_by = slot.killed_by, None
+            if by is not None and not answer.ok:
+                # the kill hit the process the driver names in hello, its backing process (the
+                # example driver's reference), and the driver lived to answer the error: the
+                # op was killed all the same, and whatever that process left (its lock) is
+                # the kill's, not a leftover of an answered op (issue 30)
+                self.history.record(slot.name, "info", op, args, f"killed by nemesis (fault {by}): {answer.error}")
+                st.info += 1
+                st.done += 1
+                self._restart(slot)
+                continue
+            kind, outcome, result = judge(slot.driver, op, answer)
+            self.history.record(slot.name, kind, op, args, result, outcome)
+            if not (faulted or slot.fault is not None or by is not None):  # an injected errno may keep a lock legitimately
                 self._leftover(slot.spec, before, slot.driver.pid, op, kind, slot.name)
             st.done += 1
             st.ok += kind == "ok"
             st.busy += kind == "fail"
             st.info += kind == "info"
+            if by is not None:  # killed just after its answer: the process is gone all the same
+                self._restart(slot)
 
     def _restart(self, slot: Slot) -> None:
         """A fresh writer of the same implementation in the slot (the killed one is gone)."""
@@ -387,8 +401,8 @@ class _Engine:
                     self.history.record(process, "info", "write_memory", args, str(e))
                     self.errors.append(f"{process} ({spec.name}): {e}")
                     return None, busy
-                kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
-                self.history.record(process, kind, "write_memory", args, answer.result if answer.ok else answer.error)
+                kind, outcome, result = judge(driver, "write_memory", answer)
+                self.history.record(process, kind, "write_memory", args, result, outcome)
                 self._leftover(spec, before, driver.pid, "write_memory", kind, process)
                 if kind == "ok":
                     return time.monotonic() - began, busy

@@ -56,7 +56,7 @@ from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.grammar import to_slug
-from ..writers.engine import TOPICS, WriterStats, _classify, disk_view, next_op, prepare_shared
+from ..writers.engine import TOPICS, WriterStats, disk_view, judge, next_op, prepare_shared
 from . import nemesis as nm
 from .run import NemesisResult, _Engine
 from .scheduler import DEAD_PID, KILLED, RaceOp, _advance, _call, _iso, _start, _Writer, spans
@@ -147,9 +147,10 @@ class _Run:
 
     # --- the history, on a clock of store calls -------------------------------------------
 
-    def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None) -> int:
+    def record(self, process: str, type_: str, op: str, args: dict[str, Any], result: Any = None,
+               outcome: str | None = None) -> int:
         self._t = max(self._t + 1, len(self.steps) * STEP_NS)
-        self.events.append(Event(process, type_, op, args, self._t, result))
+        self.events.append(Event(process, type_, op, args, self._t, result, outcome))
         return self._t
 
     def vnow(self) -> int:
@@ -194,7 +195,7 @@ class _Run:
     def answered(self, w: _NWriter, faulted: bool) -> None:
         assert w.op is not None and w.slot is not None
         op = w.op
-        self.record(w.name, op.type, op.op, op.args, op.result)
+        self.record(w.name, op.type, op.op, op.args, op.result, op.outcome)
         st = w.slot.stats
         st.done += 1
         st.ok += op.type == "ok"
@@ -476,8 +477,7 @@ class _Run:
         w.op = RaceOp(w.name, op, args, self.record(w.name, "invoke", op, args))
         try:
             answer = w.driver.call(op, args)
-            w.op.result = answer.result if answer.ok else answer.error
-            w.op.type = _classify(answer.ok, w.op.result)
+            w.op.type, w.op.outcome, w.op.result = judge(w.driver, op, answer)
             if answer.clock_ms is not None:
                 w.clock_ms = answer.clock_ms
         except DriverError as e:

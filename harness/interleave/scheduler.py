@@ -26,7 +26,8 @@ from ..drivers.sandbox import Sandbox
 from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
-from ..writers.engine import _classify, disk_view, prepare_shared
+from ..writers import engine
+from ..writers.engine import disk_view, prepare_shared
 from .run import ENV_EXEC, HARDENED_ENV
 from .strategies import DONE, KILL, Step, Strategy
 from .tracer import Event, Traced
@@ -69,6 +70,7 @@ class RaceOp:
     end: int | None = None
     type: str = "info"
     result: Any = None
+    outcome: str | None = None  # what the answer said it did (``writers.engine.judge``)
 
 
 @dataclass
@@ -393,10 +395,7 @@ def _call(w: _Writer, timeout: float | None = None) -> None:
         op.type, op.result = "info", str(e)
         w.traced.events.put(Event("exit", note=str(e)))
         return
-    op.result = answer.result if answer.ok else answer.error
-    op.type = _classify(answer.ok, op.result)
-    if answer.outcome is not None:  # a declared kind, not the text: a reworded busy is no ok (issue 32)
-        op.type = "fail" if answer.outcome.get("kind") == "busy" else op.type
+    op.type, op.outcome, op.result = engine.judge(w.driver, op.op, answer)
     w.traced.events.put(Event("done", note="" if answer.clock_ms is None else str(answer.clock_ms)))
 
 

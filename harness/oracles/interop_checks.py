@@ -11,9 +11,12 @@ Three checks over a settled store and the history that wrote it:
   as two index lines naming different files or as two indexed files whose frontmatter ``name``
   is the same topic; the lock serialises writers, so the name lookup always finds the one file.
 - ``double_holders``: two writers in the critical section at once: two acknowledged writes that
-  both *created* one file (S-WRITE-14 ``Created``) while their intervals overlap (serialised,
-  the second would have found the file and said ``Updated``), or overlapping lock spans taken
-  from a trace of lock creates and unlinks.
+  both *created* one topic (outcome ``ok:created``, same name) while their intervals overlap
+  (serialised, the second would have found it and said ``updated``), or overlapping lock spans
+  taken from a trace of lock creates and unlinks.
+
+Every check reads an op's **outcome** (``kind_model.op_outcome``), never its result text
+(issue 30 item 2), so a tool that words its results its own way is judged like the JS peers.
 
 The store is read by the caller (the disk, and each implementation's own readers) into a
 ``StoreView``; every parse here is the SPEC grammar of ``oracles.grammar``.  Each check answers
@@ -41,10 +44,6 @@ from .tokens import Tokens
 LOCK_FAMILIES = frozenset({"pause", "clock", "stale-lock", "foreign-lock", "slow", "kill"})
 """Faults under which SPEC accepts two lock holders (S-INV-9 a, c): a kill leaves a dead
 owner's lock, and its reclaim is the race S-INV-9 a names."""
-_CREATED = (
-    re.compile(r'^Created memory topic ".*" \(([^()]+)\)\.$', re.S),  # S-WRITE-14
-    re.compile(r"^Memory created: ([^\n]+)"),  # PEER-12
-)
 
 
 class OpLike(Protocol):
@@ -57,6 +56,7 @@ class OpLike(Protocol):
     end: int | None
     type: str
     result: Any
+    outcome: str | None
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,6 @@ class _Excuses:
         self.removed: dict[str, float] = {}  # a remove's query -> latest end
         self._names: dict[str, tuple[str, str]] = {}
         self._reach: dict[tuple[str, str], bool] = {}
-        kinds: dict[str, str] = {}  # a result text's kind: a long history repeats a few texts
         for o in ops:
             if o.type == "fail":
                 continue
@@ -125,16 +124,9 @@ class _Excuses:
             if o.op == "write_memory" and not _is_append(o):
                 for name in self.names(str(o.args.get("topic", ""))):
                     self.replaced[name] = max(end, self.replaced.get(name, end))
-            elif o.op == "remove_memory":
-                text = o.result if isinstance(o.result, str) else None
-                kind = kinds.get(text) if text is not None else None
-                if kind is None:
-                    kind = kind_model.result_kind(o.result)
-                    if text is not None:
-                        kinds[text] = kind
-                if o.type == "info" or kind == "removed":
-                    query = str(o.args.get("topic", ""))
-                    self.removed[query] = max(end, self.removed.get(query, end))
+            elif o.op == "remove_memory" and (o.type == "info" or kind_model.op_outcome(o) in ("ok", "ok:removed")):
+                query = str(o.args.get("topic", ""))
+                self.removed[query] = max(end, self.removed.get(query, end))
 
     def names(self, topic: str) -> tuple[str, str]:
         known = self._names.get(topic)
@@ -281,15 +273,14 @@ def split_topics(view: StoreView, *, path: str = "", reproduce: str = "") -> lis
     return found
 
 
-def created_file(result: object) -> str | None:
-    """The file a write says it created (S-WRITE-14, PEER-12), else None."""
-    if not isinstance(result, str):
+def created_topic(op: OpLike) -> str | None:
+    """The topic an acknowledged write answered it *created* (outcome ``ok:created``), by
+    its name as lookups compare it (S-WRITE-6: trimmed, lowercased), else None.  Read from
+    the outcome, never the text (issue 30 item 2): serialised, a second write of that name
+    finds the first one's entry (or its file, which no op deletes) and answers ``updated``."""
+    if kind_model.op_outcome(op) != "ok:created":
         return None
-    for pattern in _CREATED:
-        m = pattern.match(result)
-        if m is not None:
-            return m.group(1).rsplit("/", 1)[-1]
-    return None
+    return _names(op.args.get("topic", ""))[0]
 
 
 @dataclass(frozen=True)
@@ -324,9 +315,9 @@ def double_holders(
     created: dict[str, list[OpLike]] = defaultdict(list)
     for op in ops:
         if op.type == "ok" and op.op == "write_memory" and op.end is not None:
-            f = created_file(op.result)
-            if f is not None:
-                created[f].append(op)
+            name = created_topic(op)
+            if name is not None:
+                created[name].append(op)
     for filename, makers in sorted(created.items()):
         makers.sort(key=lambda o: o.start)
         for i, a in enumerate(makers):
@@ -341,7 +332,7 @@ def double_holders(
                 impls = ", ".join(dict.fromkeys(x for x in (impl_of.get(a.process, ""), impl_of.get(b.process, "")) if x))
                 found.append(Finding(
                     "double-holder", severity, clause=clause, impl=impls, op="write_memory",
-                    evidence=f"{a.process} and {b.process} both answered that they created {filename} "
+                    evidence=f"{a.process} and {b.process} both answered that they created topic {filename!r} "
                              f"while their calls overlapped ({apart(b.start - a.start)} apart); "
                              f"serialised, the second would have found the file"
                              + (f"; faults: {_describe_faults(during)}" if during else ""),

@@ -9,10 +9,12 @@ no hand-made index lines (those are exercised by the scenario corpus instead).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import outcome_kind
 from .grammar import to_slug
 
 BUSY = "busy"
@@ -108,6 +110,70 @@ def answer_kind(answer: Any) -> str:
         kind, detail = outcome["kind"], outcome.get("detail")
         return _DECLARED.get(f"{kind}:{detail}", _DECLARED.get(kind, "other"))
     return result_kind(answer.result)
+
+
+# --- outcome kinds (issue 30 item 2): what a history records and the checks compare ------------
+
+_AS_OUTCOME = {
+    "created": "ok:created", "updated": "ok:updated", "removed": "ok:removed", "pinned": "ok:pinned",
+    "unpinned": "ok:unpinned", "already_pinned": "ok:unchanged", "already_unpinned": "ok:unchanged",
+    "not_found": outcome_kind.NO_ENTRY, "no_index": outcome_kind.NO_INDEX, "ambiguous": "refused:ambiguous",
+    "pinned_refused": "refused:pinned", "invalid": "refused:invalid-topic", BUSY: "busy",
+}
+_INVALID = frozenset({"invalid-topic", "reserved-topic"})  # the model's one ``invalid``
+
+
+def as_outcome(kind: str) -> str:
+    """A model kind as the outcome an op answers (docs/IMPLEMENTING.md §2; already pinned and
+    already unpinned are ``ok:unchanged``), no index and no entry told apart by the
+    harness-only details of ``outcome_kind.history_outcome``."""
+    return _AS_OUTCOME.get(kind, kind)
+
+
+def agrees(recorded: str, expected: str) -> bool:
+    """A recorded outcome is the one the model expects: the same kind, and the same detail
+    where the answer gives one (a bare ``ok`` says less, and is taken for any ``ok``); an
+    ``unknown`` or ``missing`` outcome agrees with nothing."""
+    if recorded in (outcome_kind.UNKNOWN, outcome_kind.MISSING):
+        return False
+    kind, _, detail = recorded.partition(":")
+    want, _, want_detail = expected.partition(":")
+    if kind != want:
+        return False
+    detail = outcome_kind.SAME_DETAIL.get(detail, detail)
+    return not detail or not want_detail or detail == want_detail or {detail, want_detail} <= _INVALID
+
+
+class _Text:
+    """A recorded text as an answer the text tables read (a history without outcomes)."""
+
+    def __init__(self, ok: bool, result: Any) -> None:
+        self.ok, self.result = ok, result
+        self.error: dict[str, Any] | None = None
+
+
+def recorded_outcome(op: str, type_: str, result: Any, outcome: str | None) -> str:
+    """An op's outcome as its history holds it; a history written before outcomes were
+    recorded (or a hand-made op) has only texts, read by every text table where they agree
+    (``oracles.outcome_kind``, the family unknown).  A ``fail`` is busy (its only cause),
+    an ``info`` an error."""
+    if outcome is not None:
+        return outcome
+    if type_ == "fail":
+        return "busy"
+    if type_ == "info":
+        return "error"
+    return _of_text(op, result) if isinstance(result, str) else outcome_kind.history_outcome("", op, _Text(True, result))
+
+
+@functools.lru_cache(maxsize=4096)
+def _of_text(op: str, text: str) -> str:
+    return outcome_kind.history_outcome("", op, _Text(True, text))
+
+
+def op_outcome(op: Any) -> str:
+    """The outcome of a history op (``checker.history.Op`` or any op with those fields)."""
+    return recorded_outcome(op.op, op.type, op.result, getattr(op, "outcome", None))
 
 
 def _find(state: State, query: str) -> Entry | list[str] | None:

@@ -149,6 +149,22 @@ def outcome_of(impl: str, op: str, answer: Reply) -> str:
     return kinds.pop() if len(kinds) == 1 else UNKNOWN
 
 
+NO_INDEX, NO_ENTRY = "not-found:no-index", "not-found:no-entry"
+"""Which ``not-found`` a text tells (harness-only details, never declared): the fixed
+``No memory index found.`` (SS-OUT-1) or any other not-found text."""
+
+
+def history_outcome(impl: str, op: str, answer: Reply) -> str:
+    """:func:`outcome_of` as a history records it (issue 30 item 2): a ``not-found`` read
+    from a text says whether it was the fixed no-index text, so the linearizability model
+    still checks when ``MEMORY.md`` came to exist; a declared ``not-found`` says nothing of
+    that and stays bare (it agrees with either)."""
+    out = outcome_of(impl, op, answer)
+    if out == "not-found" and getattr(answer, "outcome", None) is None and answer.ok:
+        return NO_INDEX if answer.result == NO_INDEX_TEXT else NO_ENTRY
+    return out
+
+
 def classify(impl: str, op: str, answer: Reply) -> str:
     """The kind of ``answer`` (``ok``, ``busy``, …: :func:`outcome_of` without its detail)."""
     return outcome_of(impl, op, answer).split(":", 1)[0]

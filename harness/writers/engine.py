@@ -25,11 +25,12 @@ from ..checker.history import History, Op
 from ..checker.linearize import NOT_LINEARIZABLE, LinearizabilityVerdict
 from ..checker.store_model import check
 from ..drivers.interrupt import stopping, work_done
-from ..drivers.peers import Driver, DriverError, PeerSpec, PeerUnavailable, start_driver
+from ..drivers.peers import Answer, Driver, DriverError, PeerSpec, start_driver
 from ..drivers.sandbox import Sandbox
-from ..oracles import interop_checks, kind_model
+from ..oracles import interop_checks
 from ..oracles.findings import HAZARD, VIOLATION, Finding
 from ..oracles.invariants import ALL_CHECKS, Violation, check_sandbox
+from ..oracles.outcome_kind import history_outcome
 from ..oracles.settled import settled_violations
 from ..oracles.spec import INDEX_NAME
 from . import carry_race
@@ -100,10 +101,18 @@ class InteropResult:
         return sum(s.busy for s in self.stats) / max(1, self.total_ops)
 
 
-def _classify(answer_ok: bool, result: Any) -> str:
-    if not answer_ok:
-        return "info"  # a raised error: the op may have been rolled back or not
-    return "fail" if kind_model.result_kind(result) == kind_model.BUSY else "ok"
+def judge(driver: Driver, op: str, answer: Answer) -> tuple[str, str, Any]:
+    """An answer as its history records it: the event type, the outcome and the result.
+
+    The outcome (``ok:created``, ``busy`` …) is what a driver declaring outcome kinds said,
+    else what a JS peer's text says through its family's table (``oracles.outcome_kind``,
+    the family from its ``hello``); the checkers read it, never the text (issue 30 item 2).
+    ``fail`` is a busy answer (definitely no effect), ``info`` an error (it may have been
+    rolled back or not), every other outcome ``ok``."""
+    outcome = history_outcome(str(driver.hello.get("impl", "")), op, answer)
+    kind = outcome.split(":", 1)[0]
+    type_ = "fail" if kind == "busy" else "info" if kind == "error" else "ok"
+    return type_, outcome, answer.result if answer.ok else answer.error
 
 
 def prepare_shared(sandbox: Sandbox) -> None:
@@ -147,11 +156,6 @@ def run_writers(
     try:
         for i in range(len(scripts)):
             drivers.append(start_driver(peers[i % len(peers)], sandbox.env(), cwd=str(sandbox.root), timeout=timeout))
-            if drivers[-1].hello.get("outcome_kinds") is True:
-                # the history checkers read what each op did from SPEC's and OpenCode's result
-                # texts (oracles.kind_model); a driver in its own words would be misjudged
-                raise PeerUnavailable(f"{drivers[-1].spec.name}: declares outcome_kinds (results in its own words); "
-                                      "interop's checkers read result texts and cannot judge it yet")
         barrier = threading.Barrier(len(scripts) + 1)
         ended: list[float] = []
 
@@ -180,8 +184,8 @@ def run_writers(
                     if not stopping():  # not the stop's own kill
                         errors.append(f"{st.name} ({st.impl}): {e}")
                     return
-                kind = _classify(answer.ok, answer.result if answer.ok else answer.error)
-                history.record(st.name, kind, op, args, answer.result if answer.ok else answer.error)
+                kind, outcome, result = judge(driver, op, answer)
+                history.record(st.name, kind, op, args, result, outcome)
                 st.done += 1
                 st.ok += kind == "ok"
                 st.busy += kind == "fail"

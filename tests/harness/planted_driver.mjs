@@ -3,6 +3,8 @@
 //   pin-refused  pin_memory is done, but answered with outcome refused (one difference: the outcome)
 //   pin-lost     pin_memory is never done, yet answered as pinned (a second one: the store)
 //   no-outcome   write_memory answers carry no outcome, though hello declares outcome_kinds
+//   always-created  every done write_memory answers outcome ok:created, its text unchanged
+//                (issue 30 item 2: the history checkers must read the kind, not the words)
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +29,9 @@ for await (const line of createInterface({ input: process.stdin })) {
     answer = { ...answer, result: 'Not pinned.', outcome: { kind: 'refused', detail: 'pinned' } };
   }
   if (request.op === 'write_memory' && plant.has('no-outcome')) delete answer.outcome;
+  if (request.op === 'write_memory' && plant.has('always-created') && answer.outcome?.kind === 'ok') {
+    answer = { ...answer, outcome: { kind: 'ok', detail: 'created' } };
+  }
   process.stdout.write(JSON.stringify(answer) + '\n');
   if (request.op === 'exit') break;
 }

@@ -10,7 +10,7 @@ from memconform.harness.oracles.findings import HAZARD, VIOLATION, WEAKNESS
 from memconform.harness.oracles.interop_checks import (
     LockSpan,
     StoreView,
-    created_file,
+    created_topic,
     double_holders,
     lost_writes,
     split_topics,
@@ -58,9 +58,9 @@ def test_a_reader_that_does_not_reach_the_token_loses_it_for_itself() -> None:
 def test_a_remove_that_may_select_the_entry_excuses_the_loss_a_busy_one_does_not() -> None:
     disk = StoreView("disk", "# Memory Index\n\n", {"alpha-notes.md": "tok-w0-1\n"})  # unindexed
     append = _append(0, "w0", "Alpha Notes", "tok-w0-1", 0, 10)
-    removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index.')
+    removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index. Topic file is preserved on disk.')
     busy = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, type_="fail", result="Error: memory store is busy")
-    before = _op(1, "w1", "remove_memory", {"topic": "Alpha Notes"}, -20, -5, result='Removed "Alpha Notes" from the index.')
+    before = _op(1, "w1", "remove_memory", {"topic": "Alpha Notes"}, -20, -5, result='Removed "Alpha Notes" from the index. Topic file is preserved on disk.')
     killed = _op(1, "w1", "remove_memory", {"topic": "Alpha Notes"}, 5, None, type_="info", result="killed")
     assert lost_writes([append, removed], [disk]) == []
     assert lost_writes([append, killed], [disk]) == []
@@ -73,7 +73,7 @@ def test_a_remove_never_excuses_a_token_gone_from_every_file() -> None:
     take a token out of it."""
     disk = StoreView("disk", "# Memory Index\n\n", {"alpha-notes.md": "tok-w1-2\n"})
     append = _append(0, "w0", "Alpha Notes", "tok-w0-1", 0, 10)
-    removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index.')
+    removed = _op(1, "w1", "remove_memory", {"topic": "alpha"}, 5, 20, result='Removed "Alpha Notes" from the index. Topic file is preserved on disk.')
     replaced = _op(2, "w2", "write_memory", {"topic": "alpha notes", "content": "x", "mode": "replace"}, 5, 20)
     [lost] = lost_writes([append, removed], [disk])
     assert "in no file" in lost.evidence
@@ -118,20 +118,39 @@ def test_one_name_one_file_is_not_split() -> None:
 
 def test_two_overlapping_creators_of_one_file_are_double_holders() -> None:
     a = _op(0, "w0", "write_memory", {"topic": "X"}, 0, 100, result='Created memory topic "X" (x.md).')
-    b = _op(1, "w1", "write_memory", {"topic": "x"}, 50, 150, result="Memory created: /s/x.md\nIndex updated: …")
+    b = _op(1, "w1", "write_memory", {"topic": "x"}, 50, 150,
+            result="Memory created: /s/x.md\nIndex updated: /s/MEMORY.md\nEntry: - [x](x.md) 2026 -- s")
     later = _op(2, "w2", "write_memory", {"topic": "X"}, 200, 300, result='Created memory topic "X" (x.md).')
     found = double_holders([a, b, later], impl_of={"w0": "ref", "w1": "opencode"})
     assert [(f.kind, f.severity, f.impl) for f in found] == [("double-holder", VIOLATION, "ref, opencode")]
-    assert "w0 and w1" in found[0].evidence and "x.md" in found[0].evidence
+    assert "w0 and w1" in found[0].evidence and "topic 'x'" in found[0].evidence
     assert double_holders([a, later]) == []
     faulted = double_holders([a, b], faults=[_fault("stale-lock", 10, 20)])
     assert [(f.severity, f.clause) for f in faulted] == [(WEAKNESS, "S-INV-9")]
 
 
-def test_created_file_reads_both_wordings() -> None:
-    assert created_file('Created memory topic "A" (a.md).') == "a.md"
-    assert created_file("Memory created: /x/y/a.md\nIndex updated: /x/y/MEMORY.md") == "a.md"
-    assert created_file('Updated memory topic "A" (a.md).') is None
+def test_created_topic_reads_the_outcome_never_the_text() -> None:
+    """Issue 30 item 2: the recorded outcome decides, whatever the words; a history without
+    outcomes is read through the text tables (both JS wordings)."""
+    def write(result: str, outcome: str | None = None) -> Op:
+        op = _op(0, "w0", "write_memory", {"topic": " Alpha "}, 0, 1, result=result)
+        op.outcome = outcome
+        return op
+
+    assert created_topic(write("Saved new note.", "ok:created")) == "alpha"
+    assert created_topic(write('Created memory topic "A" (a.md).', "ok:updated")) is None
+    assert created_topic(write('Created memory topic "A" (a.md).')) == "alpha"
+    assert created_topic(write("Memory created: /x/y/a.md\nIndex updated: /x/y/MEMORY.md\nEntry: - [A](a.md) t -- s")) == "alpha"
+    assert created_topic(write('Updated memory topic "A" (a.md).')) is None
+
+
+def test_own_words_with_outcomes_are_judged_like_the_js_texts() -> None:
+    a = _op(0, "w0", "write_memory", {"topic": "X"}, 0, 100, result="Saved new note X.")
+    b = _op(1, "w1", "write_memory", {"topic": "X"}, 50, 150, result="Saved new note X.")
+    a.outcome = b.outcome = "ok:created"
+    assert [f.kind for f in double_holders([a, b])] == ["double-holder"]
+    b.outcome = "ok:updated"
+    assert double_holders([a, b]) == []
 
 
 def test_overlapping_lock_spans_are_double_holders() -> None:

@@ -42,7 +42,7 @@ TEXTS = {
     "unpinned": 'Unpinned "{t}".', "already_pinned": 'Already pinned: "{t}".',
     "already_unpinned": 'Already unpinned: "{t}".',
 }
-"""A text of each result kind, in the wording ``kind_model.result_kind`` reads back."""
+"""A text of each result kind (shown in failures); the checkers read the outcome recorded beside it."""
 
 
 class CountedOp(Op):
@@ -72,7 +72,8 @@ def synthetic(n: int, writers: int = 4, seed: int = 1) -> tuple[list[Op], StoreV
         start = max(point - rng.randrange(10), free_at[w])
         end = point + rng.randrange(10)
         free_at[w] = end + 1
-        ops.append(CountedOp(k, f"w{w}", op, args, start, end, "ok", TEXTS[kind].format(t=args["topic"])))
+        ops.append(CountedOp(k, f"w{w}", op, args, start, end, "ok", TEXTS[kind].format(t=args["topic"]),
+                             kind_model.as_outcome(kind)))  # a history records each answer's outcome
     files = {f: "\n".join(t.sections) for f, t in state.files}
     index = "# Memory Index\n\n" + "".join(f"- [{e.name}]({e.filename}) 2026-08-07 -- {e.summary}\n" for e in state.index)
     return ops, StoreView("disk", index, files)
