@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..oracles.findings import HAZARD, INTERRUPTED, VIOLATION, Finding, summary, verdict
+from .junit import mark_interrupted
 
 STAT_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfail", "xpass": "xpass", "error": "errors",
                   "skip": "skipped"}
@@ -161,6 +162,9 @@ def write_junit(data: Mapping[str, Any], path: Path) -> Path:
             ET.SubElement(case, "skipped", message=f"known deviation: {s.get('reason', '')}")
         elif status == "skip":
             ET.SubElement(case, "skipped", message=str(s.get("reason", "")))
+    if data.get("interrupted") or data.get("verdict") == INTERRUPTED:
+        mark_interrupted(suite, "interrupted: a shard of this run stopped early (Ctrl-C); "
+                                f"{len(scenarios)} scenarios finished")
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
     return path

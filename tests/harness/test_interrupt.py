@@ -230,3 +230,32 @@ def test_ctrl_c_stops_at_once_with_the_partial_report_marked_interrupted(name: s
         assert data["scenarios"] and data["stats"]["executed"] == len(data["scenarios"]) < 663
     if name == "conformance":
         assert all(s["status"] == "pass" for s in data["scenarios"])
+
+
+def _junit_errors(path: Path) -> tuple[int, list[str]]:
+    """``errors`` of a JUnit suite and the names of its errored testcases."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot()
+    errored = [c.get("name", "") for c in suite.iter("testcase") if c.find("error") is not None]
+    return int(suite.get("errors", "0")), errored
+
+
+def test_junit_of_an_interrupted_conformance_run_is_not_green(tmp_path: Path) -> None:
+    """Issue 31 item 2: after Ctrl-C the JUnit said ``failures="0" errors="0"``, and a CI that
+    reads JUnit showed the interrupted gate green; it carries an errored testcase now."""
+    mark, argv = CASES["conformance"]
+    xml = tmp_path / "r.xml"
+    rc, _, stderr, data = interrupt_run(tmp_path, mark, [*argv, "--junit", str(xml)])
+    assert rc == 130 and data["interrupted"] is True, stderr[-800:]
+    errors, errored = _junit_errors(xml)
+    assert errors >= 1 and "memconform: run interrupted" in errored, (errors, errored)
+
+
+def test_junit_of_a_merge_with_an_interrupted_shard_is_not_green(tmp_path: Path) -> None:
+    one, two = _shard(1, 2, ["a"]), _shard(2, 2, ["b"], interrupted=True, verdict="interrupted")
+    data = merge.merge([one, two], allow_partial=True)
+    errors, errored = _junit_errors(merge.write_junit(data, tmp_path / "m.xml"))
+    assert errors == 1 and errored == ["memconform: run interrupted"]
+    whole = merge.merge([one, _shard(2, 2, ["b"])])
+    assert _junit_errors(merge.write_junit(whole, tmp_path / "w.xml")) == (0, [])
