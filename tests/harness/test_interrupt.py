@@ -79,6 +79,44 @@ def test_output_problem_allows_a_new_path_under_a_writable_folder(tmp_path: Path
     assert output_problem(tmp_path) == "is a directory"
 
 
+@pytest.mark.parametrize("target", ["/sys/r.json", "/proc/version"])
+def test_an_output_the_kernel_refuses_is_refused_before_any_work(
+    target: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 7: permission bits said yes (root, procfs), so the whole suite ran and the
+    report was lost at the end (``internal error OSError`` for /proc/version); the path is now
+    opened and written to (zero bytes) up front."""
+    if not Path(target).exists() and not Path(target).parent.is_dir():
+        pytest.skip(f"{Path(target).parent} is not mounted here")
+
+    def ran(_args: object) -> int:
+        raise AssertionError("the command ran before its outputs were checked")
+
+    module = next(m for m in cli.command_modules(["conformance"]) if m.NAME == "conformance")
+    monkeypatch.setattr(module, "run", ran)
+    assert cli.main(["conformance", "--json", target]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[0]] and err[0].startswith(f"memconform conformance: --json {target}: cannot be written"), err
+
+
+def test_missing_output_folders_are_made_up_front_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json reports/r.json`` in a fresh clone (the Makefile, docs/ci.md) needs its folder:
+    it is made before the run, never silently, and the file is probed in it (not left behind)."""
+    seen: list[bool] = []
+
+    def ran(_args: object) -> int:
+        seen.append((tmp_path / "reports").is_dir())
+        return 0
+
+    module = next(m for m in cli.command_modules(["conformance"]) if m.NAME == "conformance")
+    monkeypatch.setattr(module, "run", ran)
+    assert cli.main(["conformance", "--json", str(tmp_path / "reports" / "deep" / "r.json")]) == 0
+    assert seen == [True] and list((tmp_path / "reports" / "deep").iterdir()) == []
+    assert f"made folder {tmp_path / 'reports'} for --json" in capsys.readouterr().out
+
+
 # --- report merge: every shard once ----------------------------------------------------------
 
 
