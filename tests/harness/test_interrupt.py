@@ -297,3 +297,13 @@ def test_junit_of_a_merge_with_an_interrupted_shard_is_not_green(tmp_path: Path)
     assert errors == 1 and errored == ["memconform: run interrupted"]
     whole = merge.merge([one, _shard(2, 2, ["b"])])
     assert _junit_errors(merge.write_junit(whole, tmp_path / "w.xml")) == (0, [])
+
+
+def test_merge_of_one_shard_given_twice_says_given_twice_not_overlap() -> None:
+    """Issue 31 item 9: ``report merge s1 s1 s2 s3`` said "the shards overlap"."""
+    one, two, three = _shard(1, 3, ["a"]), _shard(2, 3, ["b"]), _shard(3, 3, ["c"])
+    with pytest.raises(merge.MergeError) as caught:
+        merge.merge([one, one, two, three], ["s1", "s1", "s2", "s3"])
+    assert "shard 1/3 given twice (s1, s1)" in str(caught.value) and "overlap" not in str(caught.value)
+    doubled = merge.merge([one, one, two, three], allow_partial=True)
+    assert doubled["stats"]["scenarios"] == 3 and doubled["partial"] == ["shard 1/3 given twice (report 1, report 2)"]
