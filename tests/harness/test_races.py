@@ -461,6 +461,33 @@ def test_the_machine_fails_with_the_checks_finding_on_a_racing_schedule_and_not_
 
 
 @needs_strace
+def test_the_campaign_counts_a_weakness_spec_accepts_and_fails_no_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31 item 5: docs/ci.md's campaign replay step raised ``RaceFound: double-holder
+    (weakness, S-INV-9)`` on the plain reference, a weakness every command exits 0 on.  The
+    campaign (``harness.machines.campaign`` sets ``CONFIG.accept_weaknesses``) counts it;
+    ``fuzz`` still gets the ``RaceFound`` (the test above) and reports it with its severity."""
+    from memconform.harness.machines import campaign
+    from memconform.harness.machines import lock_protocol as lp
+    from memconform.harness.machines.base import CONFIG
+
+    reg = next(rf.load(p) for p in REFERENCE if rf.load(p).situation.name == "stale-dead-owner")
+    python = PeerSpec.parse("python")
+    choices = choices_of(run_schedule([python], reg.situation, Replay(reg.picks)).steps)
+    monkeypatch.setattr(CONFIG, "accept_weaknesses", False)
+    monkeypatch.setattr(CONFIG, "found_in", CONFIG.found_in)
+    campaign.configure("memconform-reference 0.1.0")  # what ``collect`` sets for the campaign
+    assert lp.bind(python, lp.NEEDED_OPS) is None
+    lp.LockProtocolMachine.stats.reset()
+    try:
+        machine = lp.LockProtocolMachine()
+        machine.schedule(name="stale-dead-owner", choices=choices)  # no RaceFound
+        assert machine.run is not None and {f.severity for f in machine.run.findings} == {"weakness"}
+        assert any("weakness SPEC accepts" in k for k in lp.LockProtocolMachine.stats.outcomes)
+    finally:
+        lp.unbind()
+
+
+@needs_strace
 def test_the_machine_runs_real_reference_writers_and_the_hardened_one_stays_clean(monkeypatch: pytest.MonkeyPatch) -> None:
     """Through Hypothesis, seeded: each example is one scheduled run of real ``serve``
     processes (``executed`` counts runs); the hardened reference fails none (S-LOCK-4)."""
