@@ -312,3 +312,20 @@ def test_merge_of_one_shard_given_twice_says_given_twice_not_overlap() -> None:
     assert "shard 1/3 given twice (s1, s1)" in str(caught.value) and "overlap" not in str(caught.value)
     doubled = merge.merge([one, one, two, three], allow_partial=True)
     assert doubled["stats"]["scenarios"] == 3 and doubled["partial"] == ["shard 1/3 given twice (report 1, report 2)"]
+
+
+def test_merging_an_interrupted_shard_does_not_claim_a_ctrl_c(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31 item 2's side note: ``report merge --allow-partial`` of an interrupted shard
+    exits 130 (part of a run is never a pass) but said "interrupted after the run's work was
+    done", a Ctrl-C nobody pressed."""
+    full = {"tool": {"name": "memconform", "version": "0"}, "command": ["memconform", "conformance"],
+            "impls": [{"spec": "python", "name": "r", "version": "1"}], "started": "2026-01-01T00:00:00+00:00",
+            "seconds": 1.0, "summary": {"by_severity": {}, "by_kind": {}}, "findings": [], "stats": {}}
+    paths = []
+    for k, more in ((1, {}), (2, {"interrupted": True, "verdict": "interrupted"})):
+        p = tmp_path / f"R{k}.json"
+        p.write_text(json.dumps(_shard(k, 2, [f"s{k}"], **more) | full))
+        paths.append(str(p))
+    assert cli.main(["report", "merge", *paths, "--allow-partial"]) == 130
+    out, err = capsys.readouterr()
+    assert "verdict interrupted" in out and "interrupted after the run's work was done" not in err, (out, err)
