@@ -93,8 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_outputs(args)
         code = int(by_name[args.command].run(args))
         if code == EXIT_INTERRUPTED or interrupt.stopping():  # its report is marked (``publish``)
+            pressed = interrupt.stopping()  # a Ctrl-C, not a merged report of an interrupted shard
             interrupt.cleanup()
-            if not interrupt.SAID.is_set():
+            if pressed and not interrupt.SAID.is_set():
                 return fail("interrupted after the run's work was done; the report is whole, marked interrupted",
                             EXIT_INTERRUPTED)
             return EXIT_INTERRUPTED

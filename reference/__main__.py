@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +29,6 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_REFUSED, EXIT_BUSY = 0, 1,
 _NOT_FOUND = ("No entry found matching ", NO_INDEX)
 _REFUSED = ("Invalid topic:", "Reserved topic:", "Multiple entries match ", "Cannot remove ")
 _TOOL_UNPIN = "Unpin it first with: /memory unpin "
-_CLI_UNPIN = "Unpin it first with: python -m memconform.reference pin --off "
 
 
 def exit_status(result: str) -> int:
@@ -42,9 +42,20 @@ def exit_status(result: str) -> int:
     return EXIT_OK
 
 
-def shown(result: str) -> str:
-    """The result as this CLI prints it: its own verb where the text names the tool's command."""
-    return result.replace(_TOOL_UNPIN, _CLI_UNPIN)
+def shown(result: str, options: Sequence[str] = ()) -> str:
+    """The result as this CLI prints it: its own verb where the text names the tool's command,
+    as a command that pastes into a shell (the topic quoted, the store ``options`` kept)."""
+    head, sep, topic = result.partition(_TOOL_UNPIN)
+    if not sep:
+        return result
+    command = ["python", "-m", "memconform.reference", *options, "pin", "--off", topic]
+    return f"{head}Unpin it first with: {shlex.join(command)}"
+
+
+def _store_options(args: argparse.Namespace) -> list[str]:
+    """The ``--agent-dir`` / ``--shared-home`` this run was given, to repeat in a hint."""
+    pairs = (("--agent-dir", args.agent_dir), ("--shared-home", args.shared_home))
+    return [word for flag, value in pairs if value for word in (flag, value)]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="speak the peer protocol (JSON lines) on stdin/stdout")
     sub.add_parser("list", help="list index entries: name, file, date and flags, summary")
     show = sub.add_parser("show", help="show a topic's body", formatter_class=fmt)
-    show.add_argument("filename", help="the topic file, as listed (e.g. postgresql-setup.md)")
+    show.add_argument("filename", metavar="topic", help="the topic file as listed (postgresql-setup.md), or a "
+                      "name or a unique part of one, as remove and pin take it (\"PostgreSQL Setup\")")
     write = sub.add_parser("write", help="write a memory topic", formatter_class=fmt)
     write.add_argument("topic", help="the topic's name (its file name is derived from it)")
     write.add_argument("content", help="the text to append (or, with --replace, the new body)")
@@ -98,8 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "show":
             body = store.read_topic_content(args.filename)
             if body == NOT_FOUND_TOPIC:
-                print(f"No topic file {args.filename!r} in {store.get_memory_dir()}", file=sys.stderr)
-                return EXIT_NOT_FOUND
+                filename, why = store.find_entry_file(args.filename)
+                if filename is None:
+                    status = exit_status(why)
+                    print(why if status == EXIT_REFUSED else
+                          f"No topic file or entry {args.filename!r} in {store.get_memory_dir()}", file=sys.stderr)
+                    return status
+                body = store.read_topic_content(filename)
+                if body == NOT_FOUND_TOPIC:
+                    print(f"No topic file {filename!r} (of {args.filename!r}) in {store.get_memory_dir()}",
+                          file=sys.stderr)
+                    return EXIT_NOT_FOUND
             print(body)
         elif args.command in ("write", "remove", "pin"):
             if args.command == "write":
@@ -110,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 result = store.execute_pin_memory(args.topic, not args.off)
             status = exit_status(result)
-            print(shown(result), file=sys.stdout if status == EXIT_OK else sys.stderr)
+            print(shown(result, _store_options(args)), file=sys.stdout if status == EXIT_OK else sys.stderr)
             return status
         else:
             hits = store.search_memory(args.query)

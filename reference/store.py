@@ -294,6 +294,15 @@ class Store:
             return index, f'Multiple entries match "{to_string(topic)}", be more specific: {names}'
         return index, found
 
+    def find_entry_file(self, topic: object) -> tuple[str | None, str]:
+        """The file of the index entry ``topic`` names, matched as remove and pin match it
+        (S-IDX-8), or None and the not-found or ambiguous text: the CLI's ``show`` takes a
+        name as its other verbs do."""
+        _, found = self._locate(self.get_memory_dir(), topic)
+        if isinstance(found, str):
+            return None, found
+        return str(found.entry.filename), ""
+
     def execute_remove_memory(self, topic: object = UNDEFINED) -> str:
         def remove(directory: str) -> str:
             index, found = self._locate(directory, topic)

@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError(f"{path}: not a history (not UTF-8 text: {e.reason} at byte {e.start})") from None
     except HistoryError as e:
         raise SetupError(f"{path}: not a history: {e}") from None
+    if not ops:  # said before any verdict: "0 ops: linearizable" then an error read as both
+        raise SetupError(f"{path}: the history holds no op")
     run_report = new_report(args)
     verdict = check(ops, budget_s=args.budget, partition=not args.whole_store)
     print(f"{len(ops)} ops: {verdict.summary()}")

@@ -77,35 +77,84 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 OUTPUT_FILES = ("json", "junit", "html", "history", "out")
 
 
+def _missing_folders(path: Path) -> tuple[Path, list[Path]]:
+    """The nearest existing ancestor of ``path`` and the folders below it that do not exist."""
+    missing: list[Path] = []
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        missing.append(ancestor)
+        ancestor = ancestor.parent
+    return ancestor, missing[::-1]
+
+
+def _probe_file(path: Path) -> str | None:
+    """Open ``path`` for writing as the writer will, and write nothing: an existing file is
+    left as it is, a new one is removed again.  Permission bits lie to root and to procfs
+    (``/proc/version`` is a regular file root may open, and a write there fails with EIO), so
+    only an open and a write tell (issue 31 item 7)."""
+    existed = path.exists()
+    flags = os.O_WRONLY | os.O_NONBLOCK | (os.O_APPEND if existed else os.O_CREAT | os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        return f"cannot be written: {e.strerror}"
+    try:
+        os.write(fd, b"")
+    except OSError as e:
+        return f"cannot be written: {e.strerror}"
+    finally:
+        os.close(fd)
+        if not existed:
+            path.unlink(missing_ok=True)
+    return None
+
+
 def output_problem(path: Path, *, folder: bool = False) -> str | None:
     """Why ``path`` cannot be written (a file, or a folder when ``folder``), or None.
 
-    Nothing is created: a missing folder on the way is fine when its nearest existing
-    ancestor is a writable folder (the writer makes the rest)."""
+    Folders missing on the way are fine when their nearest existing ancestor is a writable
+    folder (``check_outputs`` makes them, and says so); a file that exists, or whose folder
+    exists, is opened for writing here, before any work."""
     if path.exists():
         if folder and not path.is_dir():
             return "is not a directory"
         if not folder and path.is_dir():
             return "is a directory"
-        return None if os.access(path, os.W_OK) else "is not writable"
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
+        if folder:
+            return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+        return _probe_file(path)
+    ancestor, missing = _missing_folders(path)
     if not ancestor.is_dir():
         return f"{ancestor} is not a directory"
     if not os.access(ancestor, os.W_OK | os.X_OK):
         return f"{ancestor} is not writable"
+    if not folder and not missing:
+        return _probe_file(path)
     return None
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every output path writable, checked before any work starts (issue 22 item 4): a run
-    never ends by losing its results to ``--junit afile/r.xml``.  ``--export`` is checked
-    when given (the default folder is made only if a finding needs it)."""
+    """Every output path writable, checked before any work starts (issue 22 item 4, issue 31
+    item 7): a run never ends by losing its results to ``--junit afile/r.xml`` or
+    ``--json /proc/version``.  A missing folder on the way (``--json reports/r.json`` in a fresh
+    clone, as the Makefile and docs/ci.md write it) is made now and named on stdout, and the
+    file is then opened.  ``--export`` is checked when given (the default folder is made only if
+    a finding needs it)."""
     for name in OUTPUT_FILES:
         path = getattr(args, name, None)
-        if isinstance(path, Path) and (why := output_problem(path)):
+        if not isinstance(path, Path):
+            continue
+        if why := output_problem(path):
             raise SetupError(f"--{name} {path}: {why}")
+        _, missing = _missing_folders(path)
+        if missing:
+            try:
+                missing[-1].mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise SetupError(f"--{name} {path}: cannot make folder {missing[0]}: {e.strerror}") from None
+            print(f"memconform {getattr(args, 'command', '')}: made folder {missing[0]} for --{name}", flush=True)
+            if why := _probe_file(path):
+                raise SetupError(f"--{name} {path}: {why}")
     export = getattr(args, "export", None)
     given = isinstance(export, Path) and export != DEFAULT_DIR and not getattr(args, "no_export", False)
     if given and (why := output_problem(Path(str(export)), folder=True)):

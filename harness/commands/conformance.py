@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ..drivers import capabilities
+from ..drivers import capabilities, interrupt
 from ..drivers.peers import PeerSpec, preflight
 from ..gate import deviations, profiles, selection
 from ..gate.differential import run_differential
@@ -161,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
     if run_report.stats["executed"] and not run_report.stats["passed"]:
         print("note: no scenario passed: every one that ran failed or is a listed deviation")
     if args.junit:
-        report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args))
+        stopped = (f"interrupted (Ctrl-C): {len(outcomes)} of {len(scenarios)} scenarios finished"
+                   if interrupted or interrupt.stopping() else "")
+        report.write_junit(outcomes, args.junit, label(info), by_id, fail_on_hazard=fail_on_hazard(args),
+                           interrupted=stopped)
         print(f"memconform conformance: wrote JUnit report {args.junit}")
     executed = report.executed(outcomes)
     why = why_nothing_ran(outcomes, spec, args.timeout) if executed == 0 and not interrupted else ""

@@ -3,7 +3,7 @@
 ``--impl pi-host:EXTDIR`` runs pi (``--pi`` picks the pinned version, 1.6.0 by default) with
 EXTDIR's ``index.ts`` loaded against the scripted model, and judges every scenario of
 ``scenarios/hosts`` (or ``--scenarios``) against the reference's session model on the same
-script (``harness.hosts``).  A host that is not installed is one line naming ``make hosts``
+script (``harness.hosts``).  A host that is not installed is one line naming the ``python -m memconform.harness.hosts.cache install`` command (a wheel has no Makefile)
 (exit 2); a scenario the host could not finish is an error outcome, never a pass; a failing
 scenario is exported as a replayable host scenario.
 """
@@ -40,6 +40,7 @@ from .common import (
     add_report_arguments,
     conclude,
     export_dir,
+    fail_on_hazard,
     new_report,
     positive_float,
 )
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             outcomes.append((spec, o))
             found += o.findings
             if not args.quiet:
-                print(f"{o.status.upper():5} {spec.kind} {spec.host} {sc.id} ({o.seconds:.1f} s){' ' + o.reason if o.reason else ''}",
+                print(f"{_label(o, args):6} {spec.kind} {spec.host} {sc.id} ({o.seconds:.1f} s){' ' + o.reason if o.reason else ''}",
                       flush=True)
                 for f in o.findings:
                     print(f"      {f.line()}", flush=True)
@@ -144,16 +145,17 @@ def run(args: argparse.Namespace) -> int:
         outcomes.append((pis[0], o))
         found += o.findings
         if not args.quiet:
-            print(f"{o.status.upper():5} cross {pis[0].host} + {ocs[0].host} {sc.id} ({o.seconds:.1f} s)"
+            print(f"{_label(o, args):6} cross {pis[0].host} + {ocs[0].host} {sc.id} ({o.seconds:.1f} s)"
                   f"{' ' + o.reason if o.reason else ''}", flush=True)
             for f in o.findings:
                 print(f"      {f.line()}", flush=True)
     for spec, o in outcomes:
         if o.status == "error":  # ran, but judged nothing: never a green
             found.append(Finding("host-error", VIOLATION, "", spec.label, o.scenario.id, evidence=o.reason))
-    executed = sum(1 for _, o in outcomes if o.status in ("pass", "fail"))
+    executed = sum(1 for _, o in outcomes if o.status in ("pass", "hazard", "fail"))
     report.stats = _stats(outcomes)
-    print(f"host: {report.stats['passed']} passed, {report.stats['failed']} failed, "
+    print(f"host: {report.stats['passed']} passed, {report.stats['hazards']} with hazards only, "
+          f"{report.stats['failed']} failed, "
           f"{report.stats['errors']} errors, {report.stats['skipped']} skipped")
     extra: dict[str, Any] = {"scenarios": [{"impl": s.label, "id": o.scenario.id, "status": o.status,
                                             "seconds": round(o.seconds, 2), "reason": o.reason} for s, o in outcomes]}
@@ -174,8 +176,14 @@ def _exported(o: HostOutcome, directory: Path | None) -> list[Finding]:
     return [replace(f, regression=path, reproduce=again) for f in o.findings]
 
 
+def _label(o: HostOutcome, args: argparse.Namespace) -> str:
+    """The outcome's line label: HAZARD gates (FAIL) only under ``--fail-on hazard``, so a
+    FAIL line always comes with exit 1."""
+    return "FAIL" if o.status == "hazard" and fail_on_hazard(args) else o.status.upper()
+
+
 def _stats(outcomes: list[tuple[HostSpec, HostOutcome]]) -> dict[str, Any]:
-    count = {s: sum(1 for _, o in outcomes if o.status == s) for s in ("pass", "fail", "error", "skip")}
-    ran = [o.seconds for _, o in outcomes if o.status in ("pass", "fail")]
-    return {"passed": count["pass"], "failed": count["fail"], "errors": count["error"], "skipped": count["skip"],
+    count = {s: sum(1 for _, o in outcomes if o.status == s) for s in ("pass", "hazard", "fail", "error", "skip")}
+    ran = [o.seconds for _, o in outcomes if o.status in ("pass", "hazard", "fail")]
+    return {"passed": count["pass"], "hazards": count["hazard"], "failed": count["fail"], "errors": count["error"], "skipped": count["skip"],
             "seconds_per_scenario": round(sum(ran) / len(ran), 2) if ran else 0.0}

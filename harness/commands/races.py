@@ -10,6 +10,7 @@ as a ``*.race.jsonl`` regression that ``memconform replay`` enforces k of k.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,17 +18,17 @@ from typing import TYPE_CHECKING
 from ..drivers import capabilities
 from ..drivers.peers import PeerSpec, preflight
 from ..interleave.strategies import Step
-from ..oracles.findings import Finding, summary_line
+from ..oracles.findings import INTERRUPTED, Finding, summary_line, verdict
 from .common import (
     SetupError,
     add_impl_arguments,
     add_quiet_argument,
     add_report_arguments,
     conclude,
+    fail_on_hazard,
     new_report,
     non_negative_int,
     positive_float,
-    wrote,
 )
 
 if TYPE_CHECKING:
@@ -49,16 +50,18 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..interleave.race_files import DEFAULT_DIR as RACE_DIR
     from ..interleave.races import SITUATIONS, STRATEGIES
 
     add_impl_arguments(p, many=True)
     add_report_arguments(p)
-    p.set_defaults(export=None)
+    p.set_defaults(export=RACE_DIR)  # the help says where files go (it said "default: None")
     p.add_argument("--strategy", choices=STRATEGIES, default="random",
                    help="pct (seeded, depth 3, change points on lock calls), random (seeded walk) or exhaustive (DPOR); default: %(default)s")
     p.add_argument("--seed", type=non_negative_int, default=0, help="first seed (run i of a situation uses seed + i)")
     p.add_argument("--budget", type=positive_float, default=60.0, metavar="SECONDS",
-                   help="wall time for the whole suite (default: %(default)s)")
+                   help="wall time for the whole run: exploring, then (once something is found) shrinking "
+                        "and the hardened re-check share its last 40%% (default: %(default)s)")
     p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS],
                    help="run only these situations (repeatable; default: all)")
     p.add_argument("--hardened", action="store_true",
@@ -68,7 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-shrink", action="store_true", help="keep findings as found")
     p.add_argument("--no-hardened-check", action="store_true",
                    help="do not re-run the seeds that found a race with the reference hardened (default: do, when --impl python is among the writers)")
-    add_quiet_argument(p, "no line per schedule")
+    add_quiet_argument(p, "no progress line")
+    p.add_argument("--verbose", action="store_true",
+                   help="a line per schedule, and each finding's racing calls in full")
 
 
 def racing_calls(steps: Sequence[Step]) -> dict[str, list[str]]:
@@ -81,24 +86,33 @@ def racing_calls(steps: Sequence[Step]) -> dict[str, list[str]]:
     return dict(sorted(per.items()))
 
 
+def _checks_hardened(args: argparse.Namespace, specs: list[PeerSpec]) -> bool:
+    """The hardened re-check applies: a seeded strategy with the plain reference among the writers."""
+    return not (args.hardened or args.no_hardened_check or args.strategy == "exhaustive"
+                or not any(s.kind == "python" for s in specs))
+
+
 def _hardened_check(args: argparse.Namespace, specs: list[PeerSpec], suite: object,
-                    labels: dict[str, str]) -> dict[str, str]:
+                    labels: dict[str, str], deadline: float) -> dict[str, str]:
     """For each situation a seeded strategy found a race in, the same seeds again with the
-    reference hardened (MEMCONFORM_REFERENCE_HARDENED=1): what closing the race buys."""
+    reference hardened (MEMCONFORM_REFERENCE_HARDENED=1): what closing the race buys, as many
+    seeds as fit before ``deadline`` (the budget bounds the whole run)."""
     from ..interleave.races import SuiteResult, same_seeds, target
 
     assert isinstance(suite, SuiteResult)
-    if args.hardened or args.no_hardened_check or args.strategy == "exhaustive" or not any(s.kind == "python" for s in specs):
+    if not _checks_hardened(args, specs) or suite.interrupted:
         return {}
     out: dict[str, str] = {}
     for hit in suite.found:
         sit = hit.original.situation
         seeds = list(range(args.seed, hit.seed + 1))
-        runs = same_seeds(specs, sit, args.strategy, seeds, hardened=True, labels=labels, timeout=args.timeout)
+        runs = same_seeds(specs, sit, args.strategy, seeds, hardened=True, labels=labels, timeout=args.timeout,
+                          deadline=deadline)
         bad = [r for r in runs if target(r.findings) is not None]
         kinds = ", ".join(sorted({f.kind for r in bad for f in r.findings})) or "nothing"
-        out[sit.name] = f"{len(bad)} of {len(runs)} seeds show a race ({kinds})"
-        print(f"  hardened reference, {sit.name}, the same {len(runs)} seeds ({args.seed}..{hit.seed}): "
+        cut = f", {len(seeds) - len(runs)} not run (budget spent)" if len(runs) < len(seeds) else ""
+        out[sit.name] = f"{len(bad)} of {len(runs)} seeds show a race ({kinds}){cut}"
+        print(f"  hardened reference, {sit.name}, the same seeds ({args.seed}..{hit.seed}): "
               f"{out[sit.name]}", flush=True)
     return out
 
@@ -120,11 +134,16 @@ def runnable(situations: Sequence[Situation], caps: Sequence[capabilities.Capabi
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..drivers.interrupt import work_done
     from ..faults.strace import STRACE
     from ..interleave import race_files
-    from ..interleave.races import SITUATIONS, explore
+    from ..interleave.race_story import story
+    from ..interleave.races import SHRINK_SHARE, SITUATIONS, explore, target
     from ..interleave.strategies import switches
+    from ..reports.progress import progress
 
+    started = time.monotonic()
+    deadline = started + args.budget  # the whole run, shrinking and the hardened re-check included
     specs = [PeerSpec.parse(i) for i in (args.impl or ["python"])]
     if not Path(STRACE).exists():
         raise SetupError("races needs strace (apt-get install strace)")
@@ -140,22 +159,32 @@ def run(args: argparse.Namespace) -> int:
     situations, not_run = runnable(asked, [capabilities.of_impl(i) for i in impls])
     capabilities.say_not_run(NAME, not_run)
     mix = ", ".join(labels.get(s.name, s.name) for s in specs)
-    print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s, "
-          f"shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"
+    print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s for the "
+          f"whole run, shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"
           + (" (reference hardened)" if args.hardened else ""), flush=True)
+    # the hardened re-check runs after shrinking: keep it a share of the budget
+    after = SHRINK_SHARE / 2 * args.budget if _checks_hardened(args, specs) else 0.0
 
-    def said(r: object) -> None:
-        from ..interleave.scheduler import RunResult
+    with progress(f"races {mix}", quiet=args.quiet or args.verbose) as bar:
+        def said(r: object) -> None:
+            from ..interleave.scheduler import RunResult
 
-        assert isinstance(r, RunResult)
-        if not args.quiet:
+            assert isinstance(r, RunResult)
             kinds_seen = ", ".join(sorted({f.kind for f in r.findings})) or "clean"
-            print(f"  {r.situation.name}: {len(r.steps)} steps, {switches(r.picks)} switches, "
-                  f"{r.seconds:.1f} s: {kinds_seen}", flush=True)
+            bar.advance(note=f"{r.situation.name}: {kinds_seen}")
+            hit = target(r.findings)
+            if hit is not None:  # said at once: shrinking and the details come at the end
+                print(f"races: found {hit.kind} ({hit.severity}) in {r.situation.name} after "
+                      f"{time.monotonic() - started:.1f} s", flush=True)
+            if args.verbose:
+                print(f"  {r.situation.name}: {len(r.steps)} steps, {switches(r.picks)} switches, "
+                      f"{r.seconds:.1f} s: {kinds_seen}", flush=True)
 
-    suite = explore(specs, strategy=args.strategy, seed=args.seed, budget_s=args.budget, hardened=args.hardened,
-                    labels=labels, situations=situations, shard=args.shard, shrink=not args.no_shrink,
-                    timeout=args.timeout, on_run=said)
+        suite = explore(specs, strategy=args.strategy, seed=args.seed, budget_s=args.budget, hardened=args.hardened,
+                        labels=labels, situations=situations, shard=args.shard, shrink=not args.no_shrink,
+                        timeout=args.timeout, on_run=said, deadline=deadline - after)
+    if suite.interrupted:
+        work_done()  # Ctrl-C: what was found is exported and reported whole
     found: list[Finding] = []
     exported = []
     for hit in suite.found:
@@ -169,39 +198,50 @@ def run(args: argparse.Namespace) -> int:
         per = racing_calls(sh.steps)
         racing = " | ".join(f"{w}: {', '.join(c)}" for w, c in per.items())
         f = hit.finding
-        evidence = (f"{f.evidence}; situation {sh.situation.name}, {hit.strategy} seed {hit.seed}; schedule shrunk "
-                    f"{len(orig.steps)} -> {len(sh.steps)} steps, {switches(orig.picks)} -> {switches(sh.picks)} "
-                    f"switches; racing calls: {racing}")
+        told = story(f, sh.steps)
+        shrunk = (f"{len(orig.steps)} -> {len(sh.steps)} steps, {switches(orig.picks)} -> {switches(sh.picks)} "
+                  f"switches ({hit.shrink_runs} shrink runs)" if sh is not orig else "not shrunk")
+        evidence = (f"{f.evidence}; {'; '.join(told)}; situation {sh.situation.name}, {hit.strategy} seed {hit.seed}; "
+                    f"schedule {shrunk}; racing calls: {racing}")
         found.append(Finding(f.kind, f.severity, f.clause, f.impl, f.op, f.syscall, evidence,
                              reproduce=f"memconform replay {where} --runs 10" if where else "",
                              regression=where, path=f.path))
-        print(f"[{f.severity}] {f.kind} in {sh.situation.name}: {f.evidence}")
-        print(f"  shrunk {len(orig.steps)} -> {len(sh.steps)} steps, {switches(orig.picks)} -> {switches(sh.picks)} "
-              f"switches ({hit.shrink_runs} shrink runs); racing calls:")
-        for w, calls in per.items():
-            print(f"    {w}: {', '.join(calls)}")
+        print(f"[{f.severity}] {f.kind} ({f.clause}) in {sh.situation.name}, {f.impl}")
+        for line in told:
+            print(f"  {line}")
+        print(f"  schedule: {hit.strategy} seed {hit.seed}, {shrunk}")
+        if args.verbose:
+            for w, calls in per.items():
+                print(f"    {w}: {', '.join(calls)}")
         if where:
-            wrote(args, "race regression", where)
-    hardened_check = _hardened_check(args, specs, suite, labels)
+            print(f"  regression: {where} (replay: memconform replay {where} --runs 10)", flush=True)
+    hardened_check = _hardened_check(args, specs, suite, labels, deadline)
     found += suite.other
     print(f"races: {suite.runs} schedules in {suite.seconds:.1f} s, {suite.held} held syscalls "
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
           + (f"{suite.first_found_s:.1f} s" if suite.first_found_s is not None else "none")
           + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else "")
-          + (f"; {len(suite.void)} void runs (judged nothing)" if suite.void else ""))
+          + (f"; {len(suite.void)} void runs (judged nothing)" if suite.void else "")
+          + f"; {time.monotonic() - started:.1f} s in all")
     for why in suite.void[:3]:
         print(f"  void: {why}")
-    print(summary_line(found))
+    if exported:
+        print(f"races: exported {len(exported)} regression{'s' if len(exported) > 1 else ''} to "
+              f"{Path(exported[0]).parent}: commit each as a regression, report it upstream to the implementation "
+              "it names, or accept it as a SPEC weakness (docs/RACES.md, 'What to do with an exported race')")
+    run_verdict = verdict(found, executed=suite.runs - len(suite.void), fail_on_hazard=fail_on_hazard(args))
+    print(f"races: verdict {INTERRUPTED if suite.interrupted else run_verdict}: {summary_line(found)}")
     report.stats = {"schedules": suite.runs, "void": len(suite.void), "held_syscalls": suite.held, "steps": suite.steps,
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
                     "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported,
-                    "hardened_same_seeds": hardened_check}
+                    "hardened_same_seeds": hardened_check, "budget": args.budget,
+                    "wall_seconds": round(time.monotonic() - started, 2)}
     caps = capabilities.of_impl(impls[0]) if len(impls) == 1 else None
     extra = {"shard": f"{args.shard[0]}/{args.shard[1]}", "scenarios": suite.records,
              "capabilities": capabilities.coverage_section(caps, not_run, capabilities.of_impl(impls[0]).contract,
                                                            [capabilities.cited(s.why) for s in situations])}
     return conclude(args, report, found, executed=suite.runs - len(suite.void), extra=extra,
                     nothing_ran="no schedule ran within the budget" if situations else
-                    f"no situation can run on these drivers ({not_run[0].why})")
+                    f"no situation can run on these drivers ({not_run[0].why})", interrupted=suite.interrupted)

@@ -25,11 +25,26 @@ _LIVE_LOCK = threading.Lock()
 
 
 def temp_dir(prefix: str = "memconform-", parent: str | os.PathLike[str] | None = None) -> Path:
-    """``tempfile.mkdtemp`` that ``remove_all`` knows about (``forget`` once removed)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    with _LIVE_LOCK:
-        _LIVE.add(path)
-    return path
+    """A new private folder (as ``tempfile.mkdtemp``) that ``remove_all`` knows about
+    (``forget`` once removed).
+
+    The name is recorded *before* the folder is made: Python raises ``KeyboardInterrupt``
+    between any two bytecodes, so a Ctrl-C just after ``mkdtemp`` returned (races starts its
+    next run's sandbox right after saying what it found) left an empty ``memconform-*``
+    nobody knew about; ``os.mkdir`` itself is one call, done or not."""
+    base = Path(parent if parent is not None else tempfile.gettempdir())
+    names = tempfile._get_candidate_names()  # type: ignore[attr-defined]  # mkdtemp's own names
+    for _ in range(tempfile.TMP_MAX):
+        path = base / f"{prefix}{next(names)}"
+        with _LIVE_LOCK:
+            _LIVE.add(path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            forget(path)
+            continue
+        return path
+    raise FileExistsError(f"no unused name for a temporary folder in {base}")
 
 
 def forget(path: Path) -> None:
@@ -38,9 +53,11 @@ def forget(path: Path) -> None:
 
 
 def remove_temp(path: Path) -> None:
-    """Remove a folder made by ``temp_dir``."""
+    """Remove a folder made by ``temp_dir``; one a process still writes into (a writer killed
+    by Ctrl-C a moment ago) stays known, so ``remove_all`` tries it again after the kill."""
     shutil.rmtree(path, ignore_errors=True)
-    forget(path)
+    if not os.path.lexists(path):
+        forget(path)
 
 
 def remove_all() -> list[Path]:

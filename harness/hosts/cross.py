@@ -21,7 +21,7 @@ from ..oracles.findings import HAZARD, VIOLATION, Finding
 from .fake_model import FakeModel
 from .opencode import OpenCodeSession
 from .pi import HostError, PiSession
-from .run import HostOutcome, HostSpec, host_failure, mirror_for_opencode
+from .run import HostOutcome, HostSpec, host_failure, mirror_for_opencode, status_of
 from .script import PROMPT, SESSION, HostScript
 
 
@@ -69,8 +69,8 @@ def run_cross(pi: HostSpec, opencode: HostSpec, scenario: Scenario, *, timeout: 
                         marks.append(coexist.Mark(number, "A" if on == "pi-host" else "B", label, name, args,
                                                   before, after, True))
             except HostError as e:
-                return HostOutcome(scenario, "fail", time.monotonic() - started,
-                                   [host_failure(pi if on == "pi-host" else opencode, scenario, e)], str(e))
+                stopped = [host_failure(pi if on == "pi-host" else opencode, scenario, e)]
+                return HostOutcome(scenario, status_of(stopped), time.monotonic() - started, stopped, str(e))
             finally:
                 for s in sessions.values():
                     s.end()
@@ -80,8 +80,7 @@ def run_cross(pi: HostSpec, opencode: HostSpec, scenario: Scenario, *, timeout: 
                          evidence=f"{scenario.id}: expected {p.expected}; got {p.actual}"[:500],
                          reproduce=f"memconform host --impl pi-host:… --impl opencode-host:… --run {scenario.id}")
                  for p in problems] + unchanged
-        status = "fail" if unchanged else "pass"
-        return HostOutcome(scenario, status if marks else "error", time.monotonic() - started, found,
+        return HostOutcome(scenario, status_of(found) if marks else "error", time.monotonic() - started, found,
                            reason="" if marks else "no tool call ran")
     finally:
         sandbox.remove()

@@ -61,10 +61,19 @@ def extension_name(path: Path) -> str:
 @dataclass
 class HostOutcome:
     scenario: Scenario
-    status: str  # pass | fail | skip | error
+    status: str  # pass | hazard | fail | skip | error
     seconds: float
     findings: list[Finding] = field(default_factory=list)
     reason: str = ""
+
+
+def status_of(found: list[Finding]) -> str:
+    """``fail`` on a violation, ``hazard`` when only hazards (SPEC allows them: shown, exit 0
+    unless ``--fail-on hazard``), else ``pass``: a FAIL line and exit 0 never meet (issue 31
+    item 9)."""
+    if any(f.severity == VIOLATION for f in found):
+        return "fail"
+    return "hazard" if any(f.severity == HAZARD for f in found) else "pass"
 
 
 def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, keep: bool = False) -> HostOutcome:
@@ -86,12 +95,12 @@ def run_scenario(spec: HostSpec, scenario: Scenario, *, timeout: float = 90.0, k
         try:
             seen = _play(spec, script, sandbox, timeout)
         except HostError as e:
-            return HostOutcome(scenario, "fail", time.monotonic() - started, [host_failure(spec, scenario, e)], str(e))
+            stopped = [host_failure(spec, scenario, e)]
+            return HostOutcome(scenario, status_of(stopped), time.monotonic() - started, stopped, str(e))
         want = expected(scenario, script, seen.summaries)
         judged = judge_opencode if spec.kind == "opencode-host" else judge
         found = judged(want, seen, impl=spec.label, scenario=scenario.id)
-        status = "fail" if any(f.severity == "violation" for f in found) else "pass"
-        return HostOutcome(scenario, status, time.monotonic() - started, found)
+        return HostOutcome(scenario, status_of(found), time.monotonic() - started, found)
     finally:
         if not keep:
             sandbox.remove()

@@ -105,7 +105,8 @@ def one_run(
     reproduce = (f"memconform interop {' '.join('--impl ' + s for s in specs)} --shared --writers {args.writers} "
                  f"--seed {seed} --nemesis {family} --nemesis-interval {args.interval:g} --time-limit {args.run_seconds:g}")
     found = result.findings(labels, reproduce)
-    run.findings = [nx.export(f, result, directory=out / "regressions", runs_seen=f"{cfg}, {family}, seed {seed}")
+    run.findings = [nx.export(f, result, directory=out / "regressions", runs_seen=f"{cfg}, {family}, seed {seed}",
+                              labels=labels)
                     for f in found]
     return run
 

@@ -106,7 +106,7 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
         # has steps no replay can follow to the end: not exported)
         from .export import export
 
-        found = [export(f, result, directory=target / "nemesis") for f in found]
+        found = [export(f, result, directory=target / "nemesis", labels=labels) for f in found]
     for f in found:
         print(f"  {f.line()}")
     print(f"history saved to {history_path} (schedule in its first line)")

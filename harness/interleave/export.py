@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -140,23 +140,60 @@ def _events_of(ops: Iterable[Op], history: History) -> list[Event]:
     return sorted(out, key=lambda e: e.time)
 
 
+def named_impls(kinds: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
+    """Each slot's implementation by kind, name and version (``labels``: spec -> "name version",
+    as ``preflight`` reported it), never a path on this machine; a kind with no label stays a
+    kind, as older files recorded it."""
+    by_kind = {spec.partition(":")[0]: label for spec, label in labels.items()}
+    out: dict[str, Any] = {}
+    for slot, recorded in kinds.items():
+        kind = str(recorded.get("kind") if isinstance(recorded, Mapping) else recorded).partition(":")[0]
+        name, _, version = by_kind.get(kind, "").partition(" ")
+        out[slot] = {"kind": kind, "name": name, "version": version} if name else kind
+    return out
+
+
+def ran_names(impls: Mapping[str, Any]) -> list[str]:
+    """The "name version" of every implementation that ran, in slot order, each once."""
+    return list(dict.fromkeys(f"{v['name']} {v['version']}" for v in impls.values()
+                              if isinstance(v, Mapping) and v.get("name")))
+
+
+def regression_stem(finding: Finding, ran: Iterable[str]) -> str:
+    """``file_stem`` named for every implementation that ran, the blamed ones first: a
+    double holder of two reference writers in a run with OpenCode writers needs OpenCode to
+    replay (issue 31 item 6: ``double-holder-memconform-reference-…`` stopped with "peer
+    'opencode' needs a path").  The digest stays the finding's, so the key is unchanged."""
+    blamed = [x.strip() for x in finding.impl.split(",") if x.strip()]
+    extra = [x for x in ran if x not in blamed]
+    stem = file_stem(finding)
+    if not extra:
+        return stem
+    named = file_stem(replace(finding, impl=", ".join([*blamed, *extra])))
+    return f"{named.rsplit('-', 1)[0]}-{stem.rsplit('-', 1)[1]}"
+
+
 def export(
     finding: Finding,
     result: RunLike,
     *,
     directory: Path | None = None,
     runs_seen: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> Finding:
     """Write the regression of a nemesis ``finding``; return the finding pointing at it.
 
     An existing file for the same regression key is kept (the same defect found twice is
-    written once, as ``regressions.export`` does).
+    written once, as ``regressions.export`` does).  With ``labels`` each writer is recorded by
+    kind, name and version, and the file is named for every implementation that ran.
     """
     target = DEFAULT_DIR if directory is None else directory
     target.mkdir(parents=True, exist_ok=True)
-    path = target / f"{file_stem(finding)}{SUFFIX}"
+    impls = named_impls(dict(result.history.meta.get("impls") or {}), labels or {})
+    path = target / f"{regression_stem(finding, ran_names(impls))}{SUFFIX}"
     if not path.exists():
         meta = dict(result.history.meta)
+        meta["impls"] = impls
         meta["regression"] = {
             "format": FORMAT,
             "kind": finding.kind,
@@ -215,7 +252,8 @@ def load(path: Path) -> NemesisRegression:
     impls = meta.get("impls") or {}
     if not isinstance(impls, dict) or not impls:
         raise NemesisFileError(f"{path}: the regression names no implementation")
-    return NemesisRegression(path, reg, meta["schedule"], {str(k): str(v) for k, v in impls.items()},
+    kinds = {str(k): str(v.get("kind", "")) if isinstance(v, dict) else str(v) for k, v in impls.items()}
+    return NemesisRegression(path, reg, meta["schedule"], kinds,
                              [str(t) for t in meta.get("topics") or []], bool(meta.get("hardened", False)), history)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..drivers.interrupt import stopping
 from ..drivers.peers import PeerSpec
 from ..oracles.findings import Finding
 from .scheduler import DriverPool, RunResult, Situation, run_schedule
@@ -121,6 +122,11 @@ class SuiteResult:
     other: list[Finding] = field(default_factory=list)  # hangs, driver errors
     exhausted: list[str] = field(default_factory=list)  # situations the explorer finished
     records: list[dict[str, Any]] = field(default_factory=list)  # one per run: the report's "scenarios"
+    interrupted: bool = False  # Ctrl-C: what was found so far is kept, unshrunk
+
+
+SHRINK_SHARE = 0.4
+"""Under a deadline, the share of the budget kept for shrinking once something was found."""
 
 
 def target(findings: Sequence[Finding]) -> Finding | None:
@@ -155,14 +161,20 @@ def explore(
     shrink_budget_s: float = 20.0,
     timeout: float = 30.0,
     on_run: Callable[[RunResult], None] | None = None,
+    deadline: float | None = None,
 ) -> SuiteResult:
     """Schedules of every situation, round robin, until ``budget_s``; each situation stops at
     its first finding, or when the exhaustive explorer has visited it all.  Then each finding
-    is shrunk (``shrink_budget_s`` each, on top of the budget)."""
+    is shrunk (``shrink_budget_s`` each, on top of the budget).
+
+    With a ``deadline`` (``time.monotonic()``) exploration and shrinking both end by it: once
+    something is found, exploration gives up the last ``SHRINK_SHARE`` of the time to
+    shrinking (issue 31 item 3: ``--budget 30`` took 97 s).  Ctrl-C keeps what was found so far
+    (``interrupted``, unshrunk; issue 31 item 4)."""
     pool = DriverPool()
     try:
         return _explore(peers, strategy, seed, budget_s, hardened, labels, situations, shard, shrink,
-                        shrink_budget_s, timeout, on_run, pool)
+                        shrink_budget_s, timeout, on_run, pool, deadline)
     finally:
         pool.close()
 
@@ -171,16 +183,54 @@ def _explore(
     peers: Sequence[PeerSpec], strategy: str, seed: int, budget_s: float, hardened: bool,
     labels: dict[str, str] | None, situations: Sequence[Situation], shard: tuple[int, int], shrink: bool,
     shrink_budget_s: float, timeout: float, on_run: Callable[[RunResult], None] | None, pool: DriverPool,
+    deadline: float | None,
 ) -> SuiteResult:
     out = SuiteResult()
     hits: list[tuple[Finding, RunResult, int]] = []
     t0 = time.monotonic()
+    span = budget_s if deadline is None else max(0.0, deadline - t0)
+
+    def exploring() -> bool:
+        kept = SHRINK_SHARE * span if hits and shrink and deadline is not None else 0.0
+        return not stopping() and time.monotonic() - t0 < span - kept
+
+    try:
+        _explore_loop(peers, strategy, seed, hardened, labels, situations, shard, timeout, on_run, pool, out, hits,
+                      t0, exploring)
+    except KeyboardInterrupt:
+        out.interrupted = True
+    out.interrupted = out.interrupted or stopping()
+    out.seconds = time.monotonic() - t0
+    for n, (hit, result, run_seed) in enumerate(hits):
+        budget = shrink_budget_s
+        if deadline is not None:
+            budget = min(budget, (deadline - time.monotonic()) / (len(hits) - n))
+        if not shrink or out.interrupted or budget <= 0:
+            out.found.append(Found(hit, result, result, run_seed, strategy, 0))
+            continue
+        try:
+            small, tries = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
+                                      budget_s=budget, pool=pool)
+        except KeyboardInterrupt:
+            out.interrupted, small, tries = True, result, 0
+        out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
+    return out
+
+
+def _explore_loop(
+    peers: Sequence[PeerSpec], strategy: str, seed: int, hardened: bool, labels: dict[str, str] | None,
+    situations: Sequence[Situation], shard: tuple[int, int], timeout: float,
+    on_run: Callable[[RunResult], None] | None, pool: DriverPool, out: SuiteResult,
+    hits: list[tuple[Finding, RunResult, int]], t0: float, exploring: Callable[[], bool],
+) -> None:
+    """Run schedules round robin while ``exploring()``; results go into ``out`` and ``hits`` as
+    they come, so an interrupted loop loses nothing that finished."""
     explorers = {s.name: Explorer() for s in situations}
     open_ = [s for s in situations]
     index = 0
-    while open_ and time.monotonic() - t0 < budget_s:
+    while open_ and exploring():
         for sit in list(open_):
-            if time.monotonic() - t0 >= budget_s:
+            if not exploring():
                 break
             run_seed = seed + out.per_situation.get(sit.name, 0)
             strat: Strategy
@@ -209,22 +259,15 @@ def _explore(
             out.steps += len(result.steps)
             if strategy == "exhaustive":
                 explorers[sit.name].learn(result.steps)
-            if on_run is not None:
-                on_run(result)
             out.other += [f for f in result.findings if f.kind not in TARGET_KINDS]
             hit = target(result.findings)
-            if hit is None:
-                continue
-            if out.first_found_s is None:
-                out.first_found_s = time.monotonic() - t0
-            open_.remove(sit)
-            hits.append((hit, result, run_seed))
-    out.seconds = time.monotonic() - t0
-    for hit, result, run_seed in hits:
-        small, tries = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
-                                  budget_s=shrink_budget_s, pool=pool) if shrink else (result, 0)
-        out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
-    return out
+            if hit is not None:  # kept before ``on_run`` says so: a Ctrl-C after the line keeps it
+                if out.first_found_s is None:
+                    out.first_found_s = time.monotonic() - t0
+                open_.remove(sit)
+                hits.append((hit, result, run_seed))
+            if on_run is not None:
+                on_run(result)
 
 
 def _record(sit: Situation, strat: Strategy, seed: int, result: RunResult) -> dict[str, Any]:
@@ -242,14 +285,20 @@ def _record(sit: Situation, strat: Strategy, seed: int, result: RunResult) -> di
 
 def same_seeds(
     peers: Sequence[PeerSpec], sit: Situation, strategy: str, seeds: Sequence[int], *, hardened: bool,
-    labels: dict[str, str] | None = None, timeout: float = 30.0,
+    labels: dict[str, str] | None = None, timeout: float = 30.0, deadline: float | None = None,
 ) -> list[RunResult]:
-    """The runs of ``sit`` for exactly these seeds (random walk or PCT): how the hardened
-    reference fares on the schedules that found a race in the plain one."""
+    """The runs of ``sit`` for these seeds (random walk or PCT), in order, as many as end by
+    ``deadline``: how the hardened reference fares on the schedules that found a race in the
+    plain one."""
     pool = DriverPool()
+    runs: list[RunResult] = []
     try:
-        return [run_schedule(peers, sit, PCT(s, pickers(sit)) if strategy == "pct" else RandomWalk(s), hardened=hardened,
-                             labels=labels, timeout=timeout, pool=pool) for s in seeds]
+        for s in seeds:
+            if stopping() or (deadline is not None and time.monotonic() >= deadline):
+                break
+            runs.append(run_schedule(peers, sit, PCT(s, pickers(sit)) if strategy == "pct" else RandomWalk(s),
+                                     hardened=hardened, labels=labels, timeout=timeout, pool=pool))
+        return runs
     finally:
         pool.close()
 

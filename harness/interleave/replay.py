@@ -13,7 +13,7 @@ from typing import Any
 
 from ..commands.common import SetupError, conclude, new_report
 from ..drivers import capabilities
-from ..drivers.peers import PeerSpec, preflight
+from ..drivers.peers import PeerSpec, PeerUnavailable, preflight
 from ..oracles.findings import Finding
 from . import export as nx
 from . import race_files as rf
@@ -43,7 +43,11 @@ def run_nemesis_replay(args: argparse.Namespace, files: list[Path]) -> int:
         if args.nemesis_impl:  # other implementations than recorded, round-robin over the slots
             peers = list(dict.fromkeys(PeerSpec.parse(n) for n in args.nemesis_impl))
         else:  # the recorded kinds, found here through --impl
-            peers = list(dict.fromkeys(slot.resolve(reg.specs, [PeerSpec.parse(i) for i in args.impl])))
+            try:
+                peers = list(dict.fromkeys(slot.resolve(reg.specs, [PeerSpec.parse(i) for i in args.impl])))
+            except PeerUnavailable as e:  # say which writers need it, not only that a kind needs a path
+                ran = ", ".join(f"{w} {k}" for w, k in reg.impls.items())
+                raise SetupError(f"{reg.path.name} ran these writers: {ran}; {e}") from None
         impls = preflight(peers, timeout=args.timeout)
         labels = {i.spec: f"{i.name} {i.version}" for i in impls}
         if run_report is None:

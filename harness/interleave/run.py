@@ -293,6 +293,7 @@ class _Engine:
             self.outcomes.append(outcome)
             return
         args = {**plan.to_json(), "writer": slot.name, "pid": slot.pid, "dir": str(slot.directory)}
+        outcome["writer"] = slot.name  # the planned slot's writer, or the next free one (``_target``)
         self.history.record(process, "invoke", "nemesis", args)
         try:
             getattr(self, "_" + plan.family.replace("-", "_"))(plan, slot, outcome)

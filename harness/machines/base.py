@@ -62,6 +62,7 @@ class RunConfig:
     seed: int | None = None
     found_in: str = "memconform-reference"
     export: bool = True  # ``--no-export``: failures are reported, no scenario file written
+    accept_weaknesses: bool = False  # a weakness SPEC accepts (S-INV-9) is counted, not failed (the campaign)
 
 
 CONFIG = RunConfig()

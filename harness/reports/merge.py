@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..oracles.findings import HAZARD, INTERRUPTED, VIOLATION, Finding, summary, verdict
+from .junit import mark_interrupted
 
 STAT_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfail", "xpass": "xpass", "error": "errors",
                   "skip": "skipped"}
@@ -48,14 +49,14 @@ def shard_problems(reports: Sequence[Mapping[str, Any]], labels: Sequence[str]) 
     if not any(shards):
         return problems + ([f"{len(reports)} reports without a shard (not from conformance --shard K/N)"]
                            if len(reports) > 1 else [])
-    parsed: dict[str, tuple[int, int]] = {}
+    parsed: list[tuple[str, tuple[int, int]]] = []  # a list: the same file may be given twice
     for shard, name in zip(shards, labels, strict=True):
         index, _, count = shard.partition("/")
         if not (index.isdigit() and count.isdigit()):
             problems.append(f"{name} records no shard (\"shard\": \"K/N\")")
             continue
-        parsed[name] = (int(index), int(count))
-    totals = sorted({n for _, n in parsed.values()})
+        parsed.append((name, (int(index), int(count))))
+    totals = sorted({n for _, (_, n) in parsed})
     if len(totals) > 1:
         problems.append(f"shards of different splits: {', '.join(f'/{n}' for n in totals)}")
         return problems
@@ -63,7 +64,7 @@ def shard_problems(reports: Sequence[Mapping[str, Any]], labels: Sequence[str]) 
         return problems
     total = totals[0]
     seen: dict[int, str] = {}
-    for name, (k, _) in parsed.items():
+    for name, (k, _) in parsed:
         if k in seen:
             problems.append(f"shard {k}/{total} given twice ({seen[k]}, {name})")
         seen.setdefault(k, name)
@@ -82,6 +83,7 @@ def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = (), *, al
     first = reports[0]
     impls = [(i.get("name"), i.get("version")) for i in first.get("impls", [])]
     seen: dict[str, str] = {}
+    shards_taken: set[str] = set()
     scenarios: list[Mapping[str, Any]] = []
     for data, name in zip(reports, labels, strict=True):
         if "scenarios" not in data:
@@ -89,6 +91,10 @@ def merge(reports: Sequence[Mapping[str, Any]], names: Sequence[str] = (), *, al
         other = [(i.get("name"), i.get("version")) for i in data.get("impls", [])]
         if other != impls:
             raise MergeError(f"{name}: implementation {other} differs from {impls} of {labels[0]}")
+        shard = str(data.get("shard", ""))
+        if shard and shard in shards_taken:
+            continue  # a shard given twice is said so below (``shard_problems``), not as an overlap
+        shards_taken.add(shard)
         for s in data["scenarios"]:
             sid = str(s["id"])
             if sid in seen:
@@ -161,6 +167,9 @@ def write_junit(data: Mapping[str, Any], path: Path) -> Path:
             ET.SubElement(case, "skipped", message=f"known deviation: {s.get('reason', '')}")
         elif status == "skip":
             ET.SubElement(case, "skipped", message=str(s.get("reason", "")))
+    if data.get("interrupted") or data.get("verdict") == INTERRUPTED:
+        mark_interrupted(suite, "interrupted: a shard of this run stopped early (Ctrl-C); "
+                                f"{len(scenarios)} scenarios finished")
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
     return path

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from ..gate.runner import Outcome
 from ..oracles.expect import UNEXPECTED_WRITE
 from ..oracles.findings import DEVIATION, HAZARD, VIOLATION, Finding, summary_line
+from .junit import mark_interrupted
 
 MISMATCH = "mismatch"  # a scenario's kind of finding: what ran missed what it expects (never a severity name)
 LABEL = {
@@ -202,9 +203,11 @@ def scenarios_json(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 def write_junit(
     outcomes: list[Outcome], path: Path, impl: str,
     found: Mapping[str, Sequence[Finding]] | None = None, *, fail_on_hazard: bool = False,
+    interrupted: str = "",
 ) -> None:
     """One testcase per scenario; each finding of it is a failure (violations, and hazards
-    under ``--fail-on hazard``) or a property, with the finding's line as the message."""
+    under ``--fail-on hazard``) or a property, with the finding's line as the message; an
+    ``interrupted`` run (its words) also gets an errored testcase, never a green suite."""
     by_id = found or {}
     gating = {VIOLATION, HAZARD} if fail_on_hazard else {VIOLATION}
     c = counts(outcomes)
@@ -240,5 +243,7 @@ def write_junit(
             ET.SubElement(case, "skipped", message=f"known deviation: {o.reason}")
         elif o.status == "skip":
             ET.SubElement(case, "skipped", message=o.reason)
+    if interrupted:
+        mark_interrupted(suite, interrupted)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)

@@ -178,6 +178,15 @@ def test_check_history_of_a_garbled_file(
     assert expected in line
 
 
+def test_check_history_of_an_empty_file_gives_no_verdict(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 31 item 9: it printed "0 ops: linearizable" and then its error."""
+    f = tmp_path / "h.jsonl"
+    f.write_bytes(b"")
+    assert cli.main(["check-history", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert "linearizable" not in out and err.strip().endswith("the history holds no op"), (out, err)
+
+
 def test_check_history_of_a_missing_file_and_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert one_line_error(capsys, ["check-history", str(tmp_path / "none.jsonl")]).endswith("no such file")
     assert "is a directory" in one_line_error(capsys, ["check-history", str(tmp_path)])

@@ -117,7 +117,7 @@ def test_example_extension_in_pi_matches_the_session_model(scenario: object) -> 
     """S-INJECT-2..10, S-HANDOFF, S-TOOLS through the real pi with our example extension."""
     pi_or_skip()
     outcome = run_scenario(HostSpec("pi-host", EXAMPLE, DEFAULT_PI), scenario)  # type: ignore[arg-type]
-    assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
+    assert outcome.status in ("pass", "hazard"), outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
 
 
 def test_a_broken_extension_fails_its_host_scenario(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_real_openpi_extension_in_pi(scenario: object) -> None:
         # A-3: openpi 0.3.9 reads HANDOFF.md blocking, so pi hangs at the first prompt
         assert [f.kind for f in outcome.findings] == ["host-stuck"], outcome.reason
         return
-    assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
+    assert outcome.status in ("pass", "hazard"), outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
 
 
 def _netns_or_skip() -> None:
@@ -190,7 +190,7 @@ def test_real_openclaude_plugin_in_opencode(scenario: object) -> None:
     opencode_or_skip()
     plugin = Path(os.environ["MEMCONFORM_OPENCODE_PLUGIN"])
     outcome = run_scenario(HostSpec("opencode-host", plugin, "opencode-1.18.33"), scenario, timeout=180)  # type: ignore[arg-type]
-    assert outcome.status == "pass", outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
+    assert outcome.status in ("pass", "hazard"), outcome.reason + "\n" + "\n".join(f.line() for f in outcome.findings)
 
 
 @pytest.mark.skipif(not (os.environ.get("MEMCONFORM_OPENCODE_PLUGIN") and os.environ.get("MEMCONFORM_PI_EXTENSION")),
@@ -221,10 +221,34 @@ def test_host_command_refuses_bad_input_in_one_line(argv: list[str], words: str,
     assert words in err and len(err.splitlines()) == 1 and err.startswith("memconform host: ")
 
 
-def test_a_missing_host_says_make_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_host_says_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31 item 9: a wheel has no Makefile, so "run `make hosts`" told a wheel user nothing."""
     from memconform.harness import cli
 
     monkeypatch.setenv("MEMCONFORM_HOSTS_CACHE", str(tmp_path))
-    assert cli.main(["host", "--impl", f"pi-host:{EXAMPLE.parent}"]) == 2
-    assert "make hosts" in capsys.readouterr().err
+    for argv in (["host", "--impl", f"pi-host:{EXAMPLE.parent}"],
+                 ["fuzz", "--machine", "session", "--impl", f"pi-host:{EXAMPLE.parent}", "--minutes", "0.01"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "python -m memconform.harness.hosts.cache install pi-1.6.0" in err and "make hosts" not in err, err
+
+
+def test_a_hazard_only_outcome_is_not_a_fail_line_unless_hazards_gate() -> None:
+    """Issue 31 item 9: ``host`` printed FAIL for a scenario whose only finding is a hazard
+    (a host stuck) and exited 0: a FAIL line and exit 0 must not meet."""
+    import argparse
+
+    from memconform.harness.commands.host import _label
+    from memconform.harness.hosts.run import HostOutcome, status_of
+    from memconform.harness.oracles.findings import HAZARD, VIOLATION, Finding, exit_code, verdict
+
+    stuck = Finding("host-stuck", HAZARD, "", "pi 1.6.0", "script", evidence="x: no answer within 90 s")
+    broken = Finding("host-error", VIOLATION, "", "pi 1.6.0", "script", evidence="x: exited 1")
+    assert status_of([]) == "pass" and status_of([stuck]) == "hazard" and status_of([stuck, broken]) == "fail"
+    sc = HOST_SCENARIOS[0]
+    for gate, label, code in (("violation", "HAZARD", 0), ("hazard", "FAIL", 1)):
+        args = argparse.Namespace(fail_on=gate)
+        assert _label(HostOutcome(sc, status_of([stuck]), 1.0, [stuck]), args) == label
+        assert exit_code(verdict([stuck], executed=1, fail_on_hazard=gate == "hazard"),
+                         fail_on_hazard=gate == "hazard") == code

@@ -79,6 +79,44 @@ def test_output_problem_allows_a_new_path_under_a_writable_folder(tmp_path: Path
     assert output_problem(tmp_path) == "is a directory"
 
 
+@pytest.mark.parametrize("target", ["/sys/r.json", "/proc/version"])
+def test_an_output_the_kernel_refuses_is_refused_before_any_work(
+    target: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 7: permission bits said yes (root, procfs), so the whole suite ran and the
+    report was lost at the end (``internal error OSError`` for /proc/version); the path is now
+    opened and written to (zero bytes) up front."""
+    if not Path(target).exists() and not Path(target).parent.is_dir():
+        pytest.skip(f"{Path(target).parent} is not mounted here")
+
+    def ran(_args: object) -> int:
+        raise AssertionError("the command ran before its outputs were checked")
+
+    module = next(m for m in cli.command_modules(["conformance"]) if m.NAME == "conformance")
+    monkeypatch.setattr(module, "run", ran)
+    assert cli.main(["conformance", "--json", target]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[0]] and err[0].startswith(f"memconform conformance: --json {target}: cannot be written"), err
+
+
+def test_missing_output_folders_are_made_up_front_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json reports/r.json`` in a fresh clone (the Makefile, docs/ci.md) needs its folder:
+    it is made before the run, never silently, and the file is probed in it (not left behind)."""
+    seen: list[bool] = []
+
+    def ran(_args: object) -> int:
+        seen.append((tmp_path / "reports").is_dir())
+        return 0
+
+    module = next(m for m in cli.command_modules(["conformance"]) if m.NAME == "conformance")
+    monkeypatch.setattr(module, "run", ran)
+    assert cli.main(["conformance", "--json", str(tmp_path / "reports" / "deep" / "r.json")]) == 0
+    assert seen == [True] and list((tmp_path / "reports" / "deep").iterdir()) == []
+    assert f"made folder {tmp_path / 'reports'} for --json" in capsys.readouterr().out
+
+
 # --- report merge: every shard once ----------------------------------------------------------
 
 
@@ -197,6 +235,9 @@ CASES = {
     "nemesis": ("w0:", ["interop", "--impl", "python", "--writers", "2", "--nemesis", "kill", "--time-limit", "60"]),
     "fuzz": ("fuzz python", ["fuzz", "--impl", "python", "--minutes", "5"]),
     "crash": (r"crash points \(\d+ op cases\): [1-9]", ["crash", "--impl", "python", "--op", "all"]),
+    # a finding is said as found: Ctrl-C after it must keep it (issue 31 item 4)
+    "races": ("races: found ", ["races", "--impl", "python", "--budget", "120", "--situation", "empty-lock-aged",
+                                "--situation", "stale-dead-owner", "--situation", "no-lock"]),
     # the real openclaude plugin: its driver's module mirrors live in a folder the harness removes
     "opencode": (r"conformance opencode\S*: [1-9]\d*/\d+", ["conformance", "--impl", "opencode", "--parallel", "1"]),
 }
@@ -204,7 +245,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ctrl_c_stops_at_once_with_the_partial_report_marked_interrupted(name: str, tmp_path: Path) -> None:
-    if name == "crash" and strace_unavailable():
+    if name in ("crash", "races") and strace_unavailable():
         pytest.skip(str(strace_unavailable()))
     if name == "opencode" and not os.environ.get("MEMCONFORM_OPENCODE_PLUGIN"):
         pytest.skip("MEMCONFORM_OPENCODE_PLUGIN not set")
@@ -224,9 +265,67 @@ def test_ctrl_c_stops_at_once_with_the_partial_report_marked_interrupted(name: s
         assert 0 < stats["ops"] < 200_000 and stats["checker"] == "linearizable", stats
         assert len(History.load(tmp_path / stats["history"]).ops()) == stats["ops"]
         assert stats["invariant_violations"] == stats["lost"] == 0 and data["findings"] == []
+    if name == "races":  # what was found before the Ctrl-C is kept (it said stats {} and 0 findings)
+        assert data["stats"]["schedules"] >= 1 and data["findings"], data["stats"]
     if name == "locks":  # the cells that finished are reported
         assert data["stats"]["executed"] > 0, data["stats"]
     if name in ("conformance", "opencode"):  # what finished is in the report, and only what finished
         assert data["scenarios"] and data["stats"]["executed"] == len(data["scenarios"]) < 663
     if name == "conformance":
         assert all(s["status"] == "pass" for s in data["scenarios"])
+
+
+def _junit_errors(path: Path) -> tuple[int, list[str]]:
+    """``errors`` of a JUnit suite and the names of its errored testcases."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot()
+    errored = [c.get("name", "") for c in suite.iter("testcase") if c.find("error") is not None]
+    return int(suite.get("errors", "0")), errored
+
+
+def test_junit_of_an_interrupted_conformance_run_is_not_green(tmp_path: Path) -> None:
+    """Issue 31 item 2: after Ctrl-C the JUnit said ``failures="0" errors="0"``, and a CI that
+    reads JUnit showed the interrupted gate green; it carries an errored testcase now."""
+    mark, argv = CASES["conformance"]
+    xml = tmp_path / "r.xml"
+    rc, _, stderr, data = interrupt_run(tmp_path, mark, [*argv, "--junit", str(xml)])
+    assert rc == 130 and data["interrupted"] is True, stderr[-800:]
+    errors, errored = _junit_errors(xml)
+    assert errors >= 1 and "memconform: run interrupted" in errored, (errors, errored)
+
+
+def test_junit_of_a_merge_with_an_interrupted_shard_is_not_green(tmp_path: Path) -> None:
+    one, two = _shard(1, 2, ["a"]), _shard(2, 2, ["b"], interrupted=True, verdict="interrupted")
+    data = merge.merge([one, two], allow_partial=True)
+    errors, errored = _junit_errors(merge.write_junit(data, tmp_path / "m.xml"))
+    assert errors == 1 and errored == ["memconform: run interrupted"]
+    whole = merge.merge([one, _shard(2, 2, ["b"])])
+    assert _junit_errors(merge.write_junit(whole, tmp_path / "w.xml")) == (0, [])
+
+
+def test_merge_of_one_shard_given_twice_says_given_twice_not_overlap() -> None:
+    """Issue 31 item 9: ``report merge s1 s1 s2 s3`` said "the shards overlap"."""
+    one, two, three = _shard(1, 3, ["a"]), _shard(2, 3, ["b"]), _shard(3, 3, ["c"])
+    with pytest.raises(merge.MergeError) as caught:
+        merge.merge([one, one, two, three], ["s1", "s1", "s2", "s3"])
+    assert "shard 1/3 given twice (s1, s1)" in str(caught.value) and "overlap" not in str(caught.value)
+    doubled = merge.merge([one, one, two, three], allow_partial=True)
+    assert doubled["stats"]["scenarios"] == 3 and doubled["partial"] == ["shard 1/3 given twice (report 1, report 2)"]
+
+
+def test_merging_an_interrupted_shard_does_not_claim_a_ctrl_c(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31 item 2's side note: ``report merge --allow-partial`` of an interrupted shard
+    exits 130 (part of a run is never a pass) but said "interrupted after the run's work was
+    done", a Ctrl-C nobody pressed."""
+    full = {"tool": {"name": "memconform", "version": "0"}, "command": ["memconform", "conformance"],
+            "impls": [{"spec": "python", "name": "r", "version": "1"}], "started": "2026-01-01T00:00:00+00:00",
+            "seconds": 1.0, "summary": {"by_severity": {}, "by_kind": {}}, "findings": [], "stats": {}}
+    paths = []
+    for k, more in ((1, {}), (2, {"interrupted": True, "verdict": "interrupted"})):
+        p = tmp_path / f"R{k}.json"
+        p.write_text(json.dumps(_shard(k, 2, [f"s{k}"], **more) | full))
+        paths.append(str(p))
+    assert cli.main(["report", "merge", *paths, "--allow-partial"]) == 130
+    out, err = capsys.readouterr()
+    assert "verdict interrupted" in out and "interrupted after the run's work was done" not in err, (out, err)

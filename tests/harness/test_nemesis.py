@@ -140,8 +140,29 @@ def test_strace_faults_hit_the_lock_of_a_running_writer(every_family: object) ->
     slow, errno = _outcome(every_family, "slow"), _outcome(every_family, "errno")
     assert slow["effective"] is True and int(slow["hits"]) >= 1, slow  # type: ignore[call-overload]
     assert errno["effective"] is True and errno["hits"] == 1, errno
-    failed = [o for o in every_family.history.ops() if o.process == "w2" and o.type == "info"]  # type: ignore[attr-defined]
-    assert any("ENOSPC" in str(o.result) for o in failed)
+    # the writer the fault hit: w2 as planned, or the next free one when w2 was still under the
+    # slow fault (its strace attached late on a loaded machine: issue 31 item 12, failed once)
+    failed = [o for o in every_family.history.ops() if o.process == errno["writer"] and o.type == "info"]  # type: ignore[attr-defined]
+    assert any("ENOSPC" in str(o.result) for o in failed), errno
+
+
+@pytest.mark.skipif(NO_STRACE is not None, reason=f"slow/errno need strace: {NO_STRACE}")
+def test_a_fault_moved_off_a_busy_writer_names_the_writer_it_hit() -> None:
+    """The overlap a loaded machine made by chance (issue 31 item 12), made on purpose: the
+    errno fault is planned on w0 while w0's slow fault still runs (0.2 + 1.0 s > 0.4 s at any
+    load), so the engine moves it to the next free writer and the outcome says which."""
+    plans = (
+        nm.FaultPlan(0, 0.2, "slow", 0, params={"syscall": "openat", "path": ".lock", "delay_ms": 5, "duration": 1.0}),
+        nm.FaultPlan(1, 0.4, "errno", 0, params={"syscall": "write", "path": ".lock", "errno": "ENOSPC",
+                                                  "duration": 0.8}),
+    )
+    run = run_nemesis([PeerSpec("python")], nm.Schedule(0, ("slow", "errno"), 0.5, 1.6, 2, False, plans),
+                      settle_limit=10.0, check_budget=5.0)
+    slow, errno = _outcome(run, "slow"), _outcome(run, "errno")
+    assert slow["writer"] == "w0", slow
+    assert errno["writer"] == "w1" and errno["effective"] is True and errno["hits"] == 1, errno
+    failed = [o for o in run.history.ops() if o.process == "w1" and o.type == "info"]  # type: ignore[attr-defined]
+    assert any("ENOSPC" in str(o.result) for o in failed), errno
 
 
 def test_the_run_settles_and_its_history_replays_its_schedule(every_family: object, tmp_path: Path) -> None:

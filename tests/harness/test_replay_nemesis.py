@@ -87,6 +87,25 @@ def test_export_of_a_finding_naming_no_op_keeps_the_faults(tmp_path: Path) -> No
     assert kept.ops() == [] and [o.process for o in kept.faults()] == ["nemesis-0"]
 
 
+def test_export_records_name_and_version_and_is_named_for_every_implementation_that_ran(tmp_path: Path) -> None:
+    """Issue 31 item 6: ``double-holder-memconform-reference-…-908ec80d67`` was named for the
+    implementation it blamed but ran OpenCode writers too (replay stopped with "peer
+    'opencode' needs a path"), and its ``impls`` held kinds only."""
+    run = _run()
+    run.history.meta["impls"] = {"w0": "python", "w1": "opencode"}
+    labels = {"python": REF, "opencode:/x/ocl-memory.mjs": "openclaude-memory 0.6.6"}
+    dh = Finding("double-holder", "weakness", clause="S-INV-9", impl=REF, path="/s/.lock", evidence="w0 held it")
+    path = Path(nx.export(dh, run, directory=tmp_path, labels=labels).regression)
+    digest = file_stem(dh).rsplit("-", 1)[1]
+    assert path.name == f"double-holder-memconform-reference-0-1-0-openclaude-memory-0-6-6-{digest}{nx.SUFFIX}"
+    meta = json.loads(path.read_text().splitlines()[0])["meta"]
+    assert meta["impls"] == {"w0": {"kind": "python", "name": "memconform-reference", "version": "0.1.0"},
+                             "w1": {"kind": "opencode", "name": "openclaude-memory", "version": "0.6.6"}}
+    assert "/x/" not in path.read_text()  # no path on the machine that found it
+    loaded = nx.load(path)
+    assert loaded.impls == {"w0": "python", "w1": "opencode"} and loaded.specs == ["python", "opencode"]
+
+
 def test_load_refuses_what_is_not_a_nemesis_regression(tmp_path: Path) -> None:
     plain = tmp_path / "h.nemesis.jsonl"
     _run().history.save(plain)  # a history, but no finding in its meta

@@ -14,6 +14,7 @@ from memconform.harness.gate.scenarios import (
     Clock,
     ErrorExpect,
     Scenario,
+    ScenarioError,
     discover,
     instant_ms,
     iso_instant,
@@ -98,3 +99,24 @@ def test_load_file_types_what_it_validated(tmp_path: Path) -> None:
     sc = load_file(path)
     assert sc.id == "a/b" and sc.clauses == ("S-WRITE-1",) and sc.path == path
     assert sc.clock.tz == "Asia/Tokyo" and sc.clock.now_ms == parse_instant(sc.clock.now)
+
+
+def _scenario(**fields: Any) -> dict[str, Any]:
+    return {"id": "mine/typo", "clauses": ["S-WRITE-1"], "description": "a typo",
+            "steps": [{"op": "list_memories", "expect": {"ok": True}}], "then": {"ignore": {}}} | fields
+
+
+@pytest.mark.parametrize(("edit", "where", "words"), [
+    (lambda d: d | {"stepz": d.pop("steps")}, "$", "unknown field 'stepz' (did you mean 'steps'?)"),
+    (lambda d: {k: v for k, v in d.items() if k != "steps"}, "$", "needs one of the fields 'steps', 'host'"),
+    (lambda d: d | {"steps": [{"op": "list_memories", "expectt": {}}]}, "$.steps[0]", "unknown field 'expectt'"),
+])
+def test_a_misspelled_field_is_named_not_the_whole_scenario(edit: Any, where: str, words: str, tmp_path: Path) -> None:
+    """Issue 31 item 8: ``stepz`` printed the whole scenario dict and "is not valid under any
+    of the given schemas" without naming the field."""
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(edit(_scenario())))
+    with pytest.raises(ScenarioError) as caught:
+        load_file(path)
+    assert caught.value.json_path == where and words in caught.value.message, str(caught.value)
+    assert "description" not in caught.value.message and len(str(caught.value)) < 300, str(caught.value)

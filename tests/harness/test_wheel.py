@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,22 +48,40 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def readme_wheel_command() -> list[str]:
+    """The wheel build command README.md gives (``python -m pip wheel …``), split into words."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    match = re.search(r"`(python -m pip wheel [^`]*)`", text)
+    assert match, "README.md no longer says how to build the wheel"
+    return match.group(1).split()
+
+
+def test_readme_wheel_command_names_the_project_folder() -> None:
+    """The path README builds from is the top of a clone (it holds pyproject.toml), not the
+    ``memconform/`` namespace folder inside it."""
+    command = readme_wheel_command()
+    assert (ROOT / command[-1] / "pyproject.toml").is_file(), command
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with only the built wheel installed (plus this venv's dependencies)."""
     base = tmp_path_factory.mktemp("wheel")
-    src, dist, env_dir = base / "src", base / "dist", base / "venv"
+    src, env_dir = base / "src", base / "venv"
     _copy_source(src)
     env = _clean_env(PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     t0 = time.monotonic()
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(dist), str(src)],
-                           capture_output=True, text=True, env=env, timeout=300)
+    # README's own command, as written, in the top folder of the clone (issue 31 item 1: it
+    # named ./memconform, the namespace folder, which pip refuses as "not installable")
+    command = readme_wheel_command()
+    build = subprocess.run([sys.executable, *command[1:], "-v"], cwd=src, capture_output=True, text=True,
+                           env=env, timeout=300)
     TIMINGS["build"] = time.monotonic() - t0
-    assert build.returncode == 0, build.stdout + build.stderr
+    assert build.returncode == 0, " ".join(command) + "\n" + build.stdout + build.stderr
     backend = build.stdout + build.stderr  # -v: the build backend's own output
     warned = [ln for ln in backend.splitlines() if "Deprecat" in ln or "BuildBackendWarning" in ln]
     assert not warned, "\n".join(warned[:5])  # pyproject free of deprecation warnings
-    wheels = list(dist.glob("memconform-*.whl"))
+    wheels = list((src / command[command.index("--wheel-dir") + 1]).glob("memconform-*.whl"))
     assert len(wheels) == 1, wheels
     t0 = time.monotonic()
     venv.EnvBuilder(with_pip=False).create(env_dir)

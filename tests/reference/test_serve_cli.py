@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +170,12 @@ def test_s_remove_3_cli_refusals_exit_4_and_name_the_cli_verb(env: StoreEnv, cap
     run_cli(env, capsys, "write", "Zeta One", "a", "--summary", "s", "--pin")
     code, out, err = run_cli_err(env, capsys, "remove", "Zeta One")
     assert code == 4 and out == ""
-    assert err == ('Cannot remove "Zeta One" — it is pinned. '
-                   "Unpin it first with: python -m memconform.reference pin --off Zeta One\n")
+    # issue 31 item 11: the hint pastes into a shell: the topic quoted, the store options kept
+    hint = shlex.join(["python", "-m", "memconform.reference", "--agent-dir", env.agent,
+                       "--shared-home", str(env.sandbox.home), "pin", "--off", "Zeta One"])
+    assert err == f'Cannot remove "Zeta One" — it is pinned. Unpin it first with: {hint}\n'
+    pasted = shlex.split(hint)[3:]
+    assert main(pasted) == 0 and capsys.readouterr().out.startswith('Unpinned "Zeta One"')
     run_cli(env, capsys, "write", "Zeta Two", "b", "--summary", "s")
     assert run_cli_err(env, capsys, "pin", "Zeta")[0] == 4  # ambiguous (S-IDX-8)
     assert run_cli_err(env, capsys, "write", "Bad]Topic", "x", "--summary", "s")[0] == 4  # S-WRITE-2
@@ -192,13 +197,15 @@ def test_cli_exit_status_of_each_result_class() -> None:
     assert exit_status("No memory index found.") == 3
     assert exit_status('Multiple entries match "Z", be more specific: Z1, Z2') == 4
     assert shown("Unpin it first with: /memory unpin A") == "Unpin it first with: python -m memconform.reference pin --off A"
+    assert shown("Unpin it first with: /memory unpin it's", ["--agent-dir", "/a b"]) == (
+        "Unpin it first with: python -m memconform.reference --agent-dir '/a b' pin --off 'it'\"'\"'s'")
 
 
 def test_cli_nothing_found_exits_3(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
     """README: exit 3 when nothing was found (no index, no matching entry), for every verb."""
     assert run_cli_err(env, capsys, "list") == (3, "", "No memory index found.\n")
     code, out, err = run_cli_err(env, capsys, "show", "nosuch.md")
-    assert (code, out) == (3, "") and err.startswith("No topic file 'nosuch.md' in ")
+    assert (code, out) == (3, "") and err.startswith("No topic file or entry 'nosuch.md' in ")
     assert run_cli_err(env, capsys, "search", "port") == (3, "", "No match for 'port'\n")
     run_cli(env, capsys, "write", "PostgreSQL Setup", "port 5433", "--summary", "db")
     assert run_cli_err(env, capsys, "list")[0] == 0
@@ -207,3 +214,20 @@ def test_cli_nothing_found_exits_3(env: StoreEnv, capsys: pytest.CaptureFixture[
     assert run_cli_err(env, capsys, "search", "port")[0] == 0
     assert run_cli_err(env, capsys, "show", "nosuch.md")[0] == 3
     assert run_cli_err(env, capsys, "search", "absent-word")[0] == 3
+
+
+def test_cli_show_takes_a_topic_name_as_the_other_verbs_do(env: StoreEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31 item 11: ``show "PostgreSQL Setup"`` said "No topic file" (it wanted the file
+    name) while remove and pin take the name or a unique part of it."""
+    run_cli(env, capsys, "write", "PostgreSQL Setup", "port 5433", "--summary", "db")
+    for asked in ("PostgreSQL Setup", "postgresql", "postgresql-setup.md"):
+        code, out, err = run_cli_err(env, capsys, "show", asked)
+        assert (code, err) == (0, "") and out.startswith("port 5433"), (asked, err)
+    run_cli(env, capsys, "write", "PostgreSQL Tuning", "work_mem", "--summary", "db")
+    code, out, err = run_cli_err(env, capsys, "show", "PostgreSQL")
+    assert (code, out) == (4, "") and err.startswith('Multiple entries match "PostgreSQL"'), err
+    code, out, err = run_cli_err(env, capsys, "show", "Nothing Here")
+    assert (code, out) == (3, "") and err.startswith("No topic file or entry 'Nothing Here' in "), err
+    Path(env.local, "postgresql-tuning.md").unlink()
+    code, out, err = run_cli_err(env, capsys, "show", "PostgreSQL Tuning")
+    assert (code, out) == (3, "") and err.startswith("No topic file 'postgresql-tuning.md' (of "), err
