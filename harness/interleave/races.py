@@ -34,7 +34,7 @@ from .strategies import (
 STRATEGIES = ("random", "pct", "exhaustive")
 CLAUSES = ("S-LOCK-2", "S-LOCK-3", "S-LOCK-4", "S-LOCK-5", "S-INV-9")
 """What every situation exercises: acquisition, liveness, the reclaim recheck, release."""
-TARGET_KINDS = ("lost-write", "double-holder", "duplicated-write", "split-topic")
+TARGET_KINDS = ("lock-protocol", "lost-write", "double-holder", "duplicated-write", "split-topic")
 """What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
 
 

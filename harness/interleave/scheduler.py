@@ -26,9 +26,10 @@ from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
 from ..writers.engine import _classify, disk_view, prepare_shared
+from . import protocol
 from .run import ENV_EXEC, HARDENED_ENV
 from .strategies import DONE, KILL, Step, Strategy
-from .tracer import Event, Traced
+from .tracer import Call, Event, Traced
 
 LOCK = ".lock"
 DEAD_PID = 4194305
@@ -83,6 +84,7 @@ class RunResult:
     seconds: float
     errors: list[str] = field(default_factory=list)
     void: str = ""  # why the run says nothing (a writer moved out of turn): no findings
+    trace: list[tuple[int, str, Call]] = field(default_factory=list)  # (step, writer, call): the protocol oracle's input
 
     @property
     def picks(self) -> list[str]:
@@ -250,6 +252,7 @@ def run_schedule(
     ops: list[RaceOp] = []
     errors: list[str] = []
     leftovers: list[tuple[_Writer, Finding]] = []  # S-LOCK-5: an op's own lock, left after its answer
+    trace: list[tuple[int, str, Call]] = []
     void = ""
     try:
         prepare_shared(sb)
@@ -336,6 +339,7 @@ def run_schedule(
                 break
             if ev.kind == "held" and ev.call is not None:
                 steps.append(Step(w.name, ev.call.short((str(directory),)), tuple(enabled)))
+                trace.append((len(steps) - 1, w.name, ev.call))
                 w.state = "held"
                 kill = situation.kill_after
                 if kill is not None and writers.index(w) == kill[0] and steps[-1].call.startswith(kill[1]):
@@ -360,13 +364,15 @@ def run_schedule(
             w.traced.detach()
         impl_of = {w.name: (labels or {}).get(w.spec.name, w.spec.name) for w in writers}
         found = [] if void else judge(situation, steps, ops, directory, impl_of)
+        if not void:  # the lock protocol, read from each writer's own calls (issue 29)
+            found = protocol.judge(ops, trace, {w.name: w.driver.pid for w in writers}, impl_of, (str(directory),), found)
         found += [] if void else [replace(f, impl=impl_of[w.name], evidence=f"{w.name}: {f.evidence}") for w, f in leftovers]
         for e in errors:
             found.append(Finding("driver-error", HAZARD,
                                  impl=", ".join(dict.fromkeys(impl_of.values())), evidence=e))
         return RunResult(situation, [w.spec.name for w in writers], dict(labels or {}), steps, ops, found,
                          sum(w.traced.held_calls for w in writers), sum(w.traced.passed_calls for w in writers),
-                         time.monotonic() - t0, errors, void)
+                         time.monotonic() - t0, errors, void, trace)
     finally:
         for w in writers:
             w.traced.detach()

@@ -55,6 +55,8 @@ class Call:
     paths: tuple[str, ...]
     ret: str
     excl: bool = False  # an exclusive create (O_CREAT|O_EXCL): how a lock is taken
+    flags: str = ""  # the O_/AT_ flags the call named (``O_WRONLY|O_CREAT|O_TRUNC``): the protocol oracle's evidence
+    data: str = ""  # a read's first bytes (strace -s 8): whose token a lock read saw
 
     def on(self, roots: tuple[str, ...]) -> bool:
         """Whether the call touches the store: a path under a root, or a pid probe (kill 0)."""
@@ -110,9 +112,18 @@ def call_paths(name: str, args: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_FLAGS = re.compile(r"\b(?:O|AT)_(?!FDCWD)[A-Z_]+(?:\|(?:O|AT)_[A-Z_]+)*")
+
+
 def _call(tid: int, name: str, args: str, ret: str) -> Call:
     excl = name in ("open", "openat") and "O_EXCL" in args and "O_CREAT" in args
-    return Call(tid, name, call_paths(name, args), ret, excl)
+    bare = _QUOTED.sub('""', args)  # a quoted path may spell a flag's name
+    flags = "|".join(m.group(0) for m in _FLAGS.finditer(bare))
+    data = ""
+    if name in ("read", "pread64"):
+        q = _QUOTED.search(args)
+        data = _unescape(q.group(1)) if q else ""
+    return Call(tid, name, call_paths(name, args), ret, excl, flags, data)
 
 
 class LineParser:
