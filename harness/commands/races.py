@@ -44,6 +44,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..interleave.programs import FAMILIES
     from ..interleave.races import SITUATIONS, STRATEGIES
 
     add_impl_arguments(p, many=True)
@@ -54,8 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0, help="first seed (run i of a situation uses seed + i)")
     p.add_argument("--budget", type=positive_float, default=60.0, metavar="SECONDS",
                    help="wall time for the whole suite (default: %(default)s)")
-    p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS],
-                   help="run only these situations (repeatable; default: all)")
+    p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS + FAMILIES],
+                   help="run only these situations or generated-program families (repeatable; default: all)")
     p.add_argument("--hardened", action="store_true",
                    help="run the reference with its opt-in hardened lock (MEMCONFORM_REFERENCE_HARDENED=1)")
     p.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N",
@@ -101,6 +102,7 @@ def _hardened_check(args: argparse.Namespace, specs: list[PeerSpec], suite: obje
 def run(args: argparse.Namespace) -> int:
     from ..faults.strace import STRACE
     from ..interleave import race_files
+    from ..interleave.programs import FAMILIES, describe
     from ..interleave.races import SITUATIONS, explore
     from ..interleave.strategies import switches
 
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     labels = {i.spec: f"{i.name} {i.version}" for i in impls}
     kinds = {i.spec: i for i in impls}
     report = new_report(args, impls)
-    situations = [s for s in SITUATIONS if not args.situation or s.name in args.situation]
+    situations = [s for s in SITUATIONS + FAMILIES if not args.situation or s.name in args.situation]
     mix = ", ".join(labels.get(s.name, s.name) for s in specs)
     print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s, "
           f"shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"
@@ -151,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
                              reproduce=f"memconform replay {where} --runs 10" if where else "",
                              regression=where, path=f.path))
         print(f"[{f.severity}] {f.kind} in {sh.situation.name}: {f.evidence}")
+        if sh.situation.name.startswith(tuple(x.name for x in FAMILIES)):
+            print(f"  program ({sum(map(len, orig.situation.ops))} -> {sum(map(len, sh.situation.ops))} ops): "
+                  f"{describe(sh.situation)} ({sh.situation.why})")
         print(f"  shrunk {len(orig.steps)} -> {len(sh.steps)} steps, {switches(orig.picks)} -> {switches(sh.picks)} "
               f"switches ({hit.shrink_runs} shrink runs); racing calls:")
         for w, calls in per.items():

@@ -13,7 +13,7 @@ from ..oracles import lock_protocol
 from ..oracles.findings import VIOLATION, Finding
 from .tracer import Call
 
-RACE_KINDS = ("double-holder", "lost-write", "duplicated-write", "split-topic")
+RACE_KINDS = ("double-holder", "lost-write", "duplicated-write", "split-topic", "not-linearizable")
 
 
 class _Op(Protocol):

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..drivers.peers import PeerSpec
 from ..oracles.findings import Finding
+from . import programs
 from .scheduler import DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
     KILL,
@@ -34,7 +35,7 @@ from .strategies import (
 STRATEGIES = ("random", "pct", "exhaustive")
 CLAUSES = ("S-LOCK-2", "S-LOCK-3", "S-LOCK-4", "S-LOCK-5", "S-INV-9")
 """What every situation exercises: acquisition, liveness, the reclaim recheck, release."""
-TARGET_KINDS = ("lock-protocol", "lost-write", "double-holder", "duplicated-write", "split-topic")
+TARGET_KINDS = ("lock-protocol", "lost-write", "double-holder", "duplicated-write", "split-topic", "not-linearizable")
 """What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
 
 
@@ -149,7 +150,7 @@ def explore(
     budget_s: float = 60.0,
     hardened: bool = False,
     labels: dict[str, str] | None = None,
-    situations: Sequence[Situation] = SITUATIONS,
+    situations: Sequence[Situation] = SITUATIONS + programs.FAMILIES,
     shard: tuple[int, int] = (1, 1),
     shrink: bool = True,
     shrink_budget_s: float = 20.0,
@@ -183,24 +184,27 @@ def _explore(
             if time.monotonic() - t0 >= budget_s:
                 break
             run_seed = seed + out.per_situation.get(sit.name, 0)
+            family = sit
+            if programs.is_family(sit):  # a fresh program per run (the explorer's: one per seed)
+                sit = programs.generate(family, seed if strategy == "exhaustive" else run_seed, peers)
             strat: Strategy
             if strategy == "exhaustive":
-                prefix = explorers[sit.name].next_prefix()
+                prefix = explorers[family.name].next_prefix()
                 while prefix is not None and not _prefix_shard(prefix, shard):
-                    prefix = explorers[sit.name].next_prefix()
+                    prefix = explorers[family.name].next_prefix()
                 if prefix is None:
-                    out.exhausted.append(sit.name)
-                    open_.remove(sit)
+                    out.exhausted.append(family.name)
+                    open_.remove(family)
                     continue
                 strat = Replay(prefix, strict=False)
             else:
                 index += 1
                 if not in_shard(index - 1, shard):
-                    out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+                    out.per_situation[family.name] = out.per_situation.get(family.name, 0) + 1
                     continue
                 strat = PCT(run_seed, pickers(sit)) if strategy == "pct" else RandomWalk(run_seed)
             result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
-            out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+            out.per_situation[family.name] = out.per_situation.get(family.name, 0) + 1
             out.runs += 1
             if result.void:
                 out.void.append(f"{sit.name}: {result.void}")
@@ -208,7 +212,7 @@ def _explore(
             out.held += result.held
             out.steps += len(result.steps)
             if strategy == "exhaustive":
-                explorers[sit.name].learn(result.steps)
+                explorers[family.name].learn(result.steps)
             if on_run is not None:
                 on_run(result)
             out.other += [f for f in result.findings if f.kind not in TARGET_KINDS]
@@ -217,13 +221,19 @@ def _explore(
                 continue
             if out.first_found_s is None:
                 out.first_found_s = time.monotonic() - t0
-            open_.remove(sit)
+            open_.remove(family)
             hits.append((hit, result, run_seed))
     out.seconds = time.monotonic() - t0
-    for hit, result, run_seed in hits:
-        small, tries = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
+    for hit, first, run_seed in hits:
+        result, tries = first, 0
+        if shrink and result.situation.name.startswith(programs.NAMES):
+            def again(cand: Situation, run_seed: int = run_seed) -> RunResult | None:
+                strat = PCT(run_seed, pickers(cand)) if strategy == "pct" else RandomWalk(run_seed)
+                return run_schedule(peers, cand, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
+            result, tries = programs.shrink_ops(again, result, hit.kind, budget_s=shrink_budget_s)
+        small, more = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
                                   budget_s=shrink_budget_s, pool=pool) if shrink else (result, 0)
-        out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
+        out.found.append(Found(target(small.findings) or hit, first, small, run_seed, strategy, tries + more))
     return out
 
 

@@ -1,0 +1,85 @@
+"""Which store a scheduled run writes, and what its end state is judged by beyond the race
+checks (issue 29): the shared store or one tool's local store, with or without both tools'
+local stores seeded for a carry-over, and the store model's linearizability of the ops.
+
+Apart from ``scheduler`` so the situations' store setup and the generated programs' extra
+verdicts grow here, not in the scheduler's loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..checker.history import Op
+from ..checker.store_model import check
+from ..drivers.peers import PeerSpec
+from ..drivers.sandbox import Sandbox
+from ..oracles.findings import VIOLATION, WEAKNESS, Finding
+from ..writers import carry_race
+from ..writers.engine import disk_view, prepare_shared
+from .slot import store_dir
+
+CHECK_BUDGET_S = 2.0
+
+
+class _Sit(Protocol):
+    @property
+    def store(self) -> str: ...
+    @property
+    def carry(self) -> bool: ...
+
+
+class _RaceOp(Protocol):
+    @property
+    def process(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def args(self) -> dict[str, Any]: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int | None: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def result(self) -> Any: ...
+
+
+def prepare(sb: Sandbox, sit: _Sit, specs: Sequence[PeerSpec]) -> tuple[Path, tuple[str, ...], dict[str, str]]:
+    """Set the sandbox up for ``sit``: the directory the writers contend for, every memory
+    directory the tracer holds calls in (the local stores too when a carry-over reads them),
+    and the carried tokens (topic -> token) when the local stores are seeded."""
+    shared = sit.store != "local"
+    if shared:
+        prepare_shared(sb)
+    directory = store_dir(specs[0], sb, shared)
+    roots = [str(directory)]
+    tokens: dict[str, str] = {}
+    if sit.carry and shared:
+        tokens = carry_race.seed_locals(sb)
+        roots += [str(sb.path(local.rstrip("/"))) for local in carry_race.LOCALS]
+    return directory, tuple(roots), tokens
+
+
+def linearizable(ops: Sequence[_RaceOp], *, excused: bool, impl: str) -> list[Finding]:
+    """The store model over the run's ops (their intervals in steps): no order of the ops
+    explains their answers is a violation, or the S-INV-9 weakness when the run planted a
+    stale lock or killed a writer (the lock SPEC's window lets two writers hold)."""
+    history = [Op(i, o.process, o.op, dict(o.args), o.start, o.end if o.type != "info" else None, o.type, o.result)
+               for i, o in enumerate(ops) if o.op != "advance_clock"]
+    verdict = check(history, budget_s=CHECK_BUDGET_S)
+    if verdict.status != "not linearizable":
+        return []
+    lines = "; ".join(verdict.failing_lines[:6])
+    return [Finding("not-linearizable", WEAKNESS if excused else VIOLATION, clause="S-INV-9" if excused else "S-LOCK-10",
+                    impl=impl, evidence=f"no order of the {len(verdict.failing_ops)} ops explains their results: {lines}")]
+
+
+def carried(directory: Path, tokens: dict[str, str], impl: str) -> list[Finding]:
+    """A carried local topic lost from the shared store (S-MIGRATE-2, S-MIGRATE-3)."""
+    if not tokens:
+        return []
+    return [f for f in carry_race.findings(disk_view(directory), tokens, impl=impl) if f.kind == "lost-write"]
