@@ -167,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"races: {suite.runs} schedules in {suite.seconds:.1f} s, {suite.held} held syscalls "
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
           + (f"{suite.first_found_s:.1f} s" if suite.first_found_s is not None else "none")
+          + (f", first violation after {suite.first_violation_s:.1f} s" if suite.first_violation_s is not None else "")
           + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else "")
           + (f"; {len(suite.void)} void runs (judged nothing)" if suite.void else ""))
     for why in suite.void[:3]:
@@ -175,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     report.stats = {"schedules": suite.runs, "void": len(suite.void), "held_syscalls": suite.held, "steps": suite.steps,
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
+                    "first_violation_s": None if suite.first_violation_s is None else round(suite.first_violation_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
                     "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported,
                     "hardened_same_seeds": hardened_check}

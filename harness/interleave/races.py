@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..drivers.peers import PeerSpec
-from ..oracles.findings import Finding
+from ..oracles.findings import VIOLATION, Finding
 from . import programs
 from .scheduler import DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
@@ -117,6 +117,7 @@ class SuiteResult:
     steps: int = 0
     seconds: float = 0.0
     first_found_s: float | None = None
+    first_violation_s: float | None = None  # the first finding that is no weakness SPEC accepts
     per_situation: dict[str, int] = field(default_factory=dict)
     found: list[Found] = field(default_factory=list)
     other: list[Finding] = field(default_factory=list)  # hangs, driver errors
@@ -174,7 +175,7 @@ def _explore(
     shrink_budget_s: float, timeout: float, on_run: Callable[[RunResult], None] | None, pool: DriverPool,
 ) -> SuiteResult:
     out = SuiteResult()
-    hits: list[tuple[Finding, RunResult, int]] = []
+    hits: dict[str, tuple[Finding, RunResult, int]] = {}  # per situation or family: its finding
     t0 = time.monotonic()
     explorers = {s.name: Explorer() for s in situations}
     open_ = [s for s in situations]
@@ -221,10 +222,16 @@ def _explore(
                 continue
             if out.first_found_s is None:
                 out.first_found_s = time.monotonic() - t0
+            if hit.severity == VIOLATION and out.first_violation_s is None:
+                out.first_violation_s = time.monotonic() - t0
+            if programs.is_family(family) and hit.severity != VIOLATION:
+                # a generated family runs on past the weakness SPEC accepts, for a broken step
+                hits.setdefault(family.name, (hit, result, run_seed))
+                continue
             open_.remove(family)
-            hits.append((hit, result, run_seed))
+            hits[family.name] = (hit, result, run_seed)
     out.seconds = time.monotonic() - t0
-    for hit, first, run_seed in hits:
+    for hit, first, run_seed in hits.values():
         result, tries = first, 0
         if shrink and result.situation.name.startswith(programs.NAMES):
             def again(cand: Situation, run_seed: int = run_seed) -> RunResult | None:

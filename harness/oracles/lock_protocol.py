@@ -119,7 +119,7 @@ def _where(path: str, roots: Sequence[str]) -> str | None:
 def _show(call: SysCall, roots: Sequence[str]) -> str:
     def rel(p: str) -> str:
         d = _where(p, roots)
-        return p if d is None else f"{PurePosixPath(d).name}/{PurePosixPath(p).name}"
+        return p if d is None else f"{PurePosixPath(d).parent.name}/{PurePosixPath(d).name}/{PurePosixPath(p).name}"
     what = ",".join(rel(p) for p in call.paths) if call.name != "kill" else "pid,0"
     flags = f", {call.flags}" if call.name in _OPENS and call.flags else ""
     return f"{call.name}({what}{flags}) = {call.ret.split('<', 1)[0].split(' (', 1)[0].strip()}"
@@ -168,7 +168,7 @@ def judge_op(t: OpTrace, roots: Sequence[str]) -> list[Finding]:
             for x in sorted(dirs):
                 if x not in st.held and x not in st.unlocked_changes:
                     st.unlocked_changes.add(x)  # the first change says it; the rest follow from it
-                    breach("S-INV-3", step, c, f"changes {PurePosixPath(x).name}/ without holding its .lock "
+                    breach("S-INV-3", step, c, f"changes {PurePosixPath(x).parent.name}/{PurePosixPath(x).name}/ without holding its .lock "
                                                 "(no successful exclusive create of it before; S-LOCK-8)")
             mutated = step
         elif c.name in _READS and ".tmp-" not in PurePosixPath(path).name:
@@ -182,7 +182,7 @@ def judge_op(t: OpTrace, roots: Sequence[str]) -> list[Finding]:
                 continue  # read again under the lock: the early read is not what the write used
             out.append(Finding(KIND, VIOLATION, clause="S-LOCK-2", impl=t.impl, op=t.op, syscall=shown,
                                evidence=f"{t.writer} {t.op}, step {step}: {shown} read a store file outside "
-                                        f"{PurePosixPath(d).name}/.lock in an op that then changes the store "
+                                        f"{PurePosixPath(d).parent.name}/{PurePosixPath(d).name}/.lock in an op that then changes the store "
                                         f"(a read that feeds a write before the lock is taken; S-INV-3)"))
     return out
 

@@ -53,12 +53,12 @@ def test_the_protocol_followed_step_by_step_is_no_breach() -> None:
 def test_a_change_without_the_lock_is_s_inv_3() -> None:
     found = breaches(WORK)
     assert [cl for cl, _ in found] == ["S-INV-3", "S-LOCK-2"]
-    assert "openat(memory/MEMORY.md.tmp-1-a" in found[0][1] and "without holding its .lock" in found[0][1]
+    assert "openat(s/memory/MEMORY.md.tmp-1-a" in found[0][1] and "without holding its .lock" in found[0][1]
 
 
 def test_a_read_that_feeds_a_write_before_the_lock() -> None:
     found = breaches(WORK[:2] + TAKE + WORK[2:] + RELEASE)
-    assert [cl for cl, _ in found] == ["S-LOCK-2"] and "read(memory/MEMORY.md)" in found[0][1]
+    assert [cl for cl, _ in found] == ["S-LOCK-2"] and "read(s/memory/MEMORY.md)" in found[0][1]
     # read again under the lock: the early read fed nothing; a read-only op is no breach either
     assert breaches(WORK[:2] + TAKE + WORK + RELEASE) == []
     assert breaches(WORK[:2], op="read_index") == []
