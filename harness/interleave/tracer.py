@@ -65,13 +65,15 @@ class Call:
         return any(p == r or p.startswith(r.rstrip("/") + "/") for p in self.paths for r in roots)
 
     def short(self, roots: tuple[str, ...]) -> str:
-        """``openat(.lock) = 3`` with paths relative to the store (what a schedule records)."""
+        """``openat(.lock) = 3`` with paths relative to the store (what a schedule records); a
+        path in the i-th further root is ``Li:name``, so two stores' locks never read as one."""
         def rel(p: str) -> str:
-            for r in roots:
+            for i, r in enumerate(roots):
+                tag = f"L{i}:" if i else ""  # a second store (a carry-over's local one): its own names
                 if p == r.rstrip("/"):
-                    return "."
+                    return tag + "."
                 if p.startswith(r.rstrip("/") + "/"):
-                    return TEMP_SUFFIX.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
+                    return tag + TEMP_SUFFIX.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
             return p
         ret = self.ret.split("<", 1)[0].split(" (", 1)[0].strip()
         if ret.isdigit() and self.name in _COUNTED:
