@@ -82,3 +82,19 @@ def test_a_carry_over_program_runs_clean_on_the_reference_and_traces_the_local_s
     assert any("/agent/memory/" in p for _, _, c in r.trace for p in c.paths), "the local store is traced"
     assert any(s.call.startswith("create(L1:.lock)") for s in r.steps), "the carry-over took the local lock"
     assert [f for f in r.findings if f.severity == VIOLATION] == []
+
+
+def test_the_bench_finds_planted_copies_by_layout_and_renders_a_row_per_class(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from memconform.harness.bench import race_defects as rd
+
+    monkeypatch.delenv(rd.ENV, raising=False)
+    assert rd.mutants() == [] and "no planted copies" in rd.render_defects([], 60.0)[0]
+    (tmp_path / "openpi-no-excl" / "extensions").mkdir(parents=True)
+    (tmp_path / "openpi-no-excl" / "extensions" / "memory-core.mjs").write_text("")
+    (tmp_path / "stray").mkdir()
+    monkeypatch.setenv(rd.ENV, str(tmp_path))
+    [(peer, cls, spec)] = rd.mutants()
+    assert (peer, cls, spec.kind) == ("openpi", "no-excl", "pi")
+    lines = rd.render_defects([{"peer": peer, "class": cls, "random": 1.25, "pct": None, "nemesis": None}], 60.0)
+    assert "| openpi | no-excl | 1.2 s | > 60 s | > 60 s |" in lines
