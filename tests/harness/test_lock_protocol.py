@@ -134,3 +134,28 @@ def test_the_unbroken_writer_and_the_reference_show_no_breach(monkeypatch: pytes
     monkeypatch.delenv("MEMCONFORM_BREAK", raising=False)
     assert _clauses(f"node:{WRITER}") == set()
     assert _clauses("python") == set()
+
+
+@pytest.mark.skipif(_NEEDS is not None, reason=f"needs strace and node: {_NEEDS}")
+def test_races_names_a_skipped_recheck_a_violation_exports_it_and_replay_enforces_it_k_of_k(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command end to end: the writer that skips S-LOCK-4's recheck fails the run (the
+    double holder SPEC accepts would have passed it), the run is exported, and replay
+    reproduces it 3 of 3."""
+    import json
+
+    from memconform.harness.cli import main
+
+    monkeypatch.setenv("MEMCONFORM_BREAK", "no-recheck")
+    report = tmp_path / "r.json"
+    rc = main(["races", "--impl", f"node:{WRITER}", "--situation", "stale-dead-owner", "--seed", "0", "--budget", "30", "--no-shrink",
+               "--export", str(tmp_path / "out"), "--json", str(report), "--quiet"])
+    data = json.loads(report.read_text())
+    assert rc == 1, data["verdict"]
+    [found] = [f for f in data["findings"] if f["kind"] == "lock-protocol"]
+    assert found["severity"] == "violation" and found["clause"] == "S-LOCK-4"
+    assert data["stats"]["first_violation_s"] is not None
+    [path] = list((tmp_path / "out").glob("lock-protocol-*.race.jsonl"))
+    capsys.readouterr()
+    assert main(["replay", str(path), "--runs", "3", "--impl", f"node:{WRITER}"]) == 1  # the violation, each time
+    assert "reproduced 3 of 3 runs" in capsys.readouterr().out
