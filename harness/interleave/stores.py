@@ -17,6 +17,7 @@ from ..checker.store_model import check
 from ..drivers.peers import PeerSpec
 from ..drivers.sandbox import Sandbox
 from ..oracles.findings import VIOLATION, WEAKNESS, Finding
+from ..oracles.spec import SENTINEL
 from ..writers import carry_race
 from ..writers.engine import disk_view, prepare_shared
 from .slot import store_dir
@@ -78,8 +79,11 @@ def linearizable(ops: Sequence[_RaceOp], *, excused: bool, impl: str) -> list[Fi
                     impl=impl, evidence=f"no order of the {len(verdict.failing_ops)} ops explains their results: {lines}")]
 
 
-def carried(directory: Path, tokens: dict[str, str], impl: str) -> list[Finding]:
-    """A carried local topic lost from the shared store (S-MIGRATE-2, S-MIGRATE-3)."""
-    if not tokens:
+def carried(directory: Path, roots: Sequence[str], tokens: dict[str, str], impl: str) -> list[Finding]:
+    """A carried local topic lost from the shared store (S-MIGRATE-2, S-MIGRATE-3), once some
+    tool's carry-over is done (its sentinel exists, S-FMT-15): a carry-over that could not take
+    both locks returns without copying and retries on a later call (S-MIGRATE-2), so in a
+    run that ends first nothing is owed (seen: openpi, program-carry-4, both writers' only op)."""
+    if not tokens or not any((Path(r) / SENTINEL).exists() for r in roots if r != str(directory)):
         return []
     return [f for f in carry_race.findings(disk_view(directory), tokens, impl=impl) if f.kind == "lost-write"]
