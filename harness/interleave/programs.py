@@ -114,7 +114,7 @@ def op_count(sit: Situation) -> int:
 
 
 def shrink_ops(run: Callable[[Situation], RunResult | None], result: RunResult, kind: str, *,
-               budget_s: float) -> tuple[RunResult, int]:
+               budget_s: float, severity: str | None = None) -> tuple[RunResult, int]:
     """Greedy: drop any one op (or a writer left with none) while the run still shows ``kind``;
     stop at a fixed point or when the budget is spent.  ``run`` runs a program once."""
     best, tries = result, 0
@@ -132,7 +132,8 @@ def shrink_ops(run: Callable[[Situation], RunResult | None], result: RunResult, 
                     continue
                 tries += 1
                 got = run(cand)
-                if got is not None and not got.void and any(f.kind == kind for f in got.findings):
+                if got is not None and not got.void and any(f.kind == kind and severity in (None, f.severity)
+                                                            for f in got.findings):
                     best, improved = got, True
                     break
             if improved:

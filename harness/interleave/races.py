@@ -126,10 +126,12 @@ class SuiteResult:
 
 
 def target(findings: Sequence[Finding]) -> Finding | None:
-    for kind in TARGET_KINDS:
-        for f in findings:
-            if f.kind == kind:
-                return f
+    """The run's most telling finding: a violation before a weakness, then by ``TARGET_KINDS``."""
+    for violations in (True, False):
+        for kind in TARGET_KINDS:
+            for f in findings:
+                if f.kind == kind and (f.severity == VIOLATION) == violations:
+                    return f
     return None
 
 
@@ -237,10 +239,12 @@ def _explore(
             def again(cand: Situation, run_seed: int = run_seed) -> RunResult | None:
                 strat = PCT(run_seed, pickers(cand)) if strategy == "pct" else RandomWalk(run_seed)
                 return run_schedule(peers, cand, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
-            result, tries = programs.shrink_ops(again, result, hit.kind, budget_s=shrink_budget_s)
+            result, tries = programs.shrink_ops(again, result, hit.kind, budget_s=shrink_budget_s,
+                                                severity=hit.severity)
         small, more = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
-                                  budget_s=shrink_budget_s, pool=pool) if shrink else (result, 0)
-        out.found.append(Found(target(small.findings) or hit, first, small, run_seed, strategy, tries + more))
+                                  budget_s=shrink_budget_s, pool=pool, severity=hit.severity) if shrink else (result, 0)
+        same = next((f for f in small.findings if f.kind == hit.kind and f.severity == hit.severity), None)
+        out.found.append(Found(same or target(small.findings) or hit, first, small, run_seed, strategy, tries + more))
     return out
 
 
@@ -282,6 +286,12 @@ def rerun(peers: Sequence[PeerSpec], sit: Situation, picks: Sequence[str], *, st
         return None
 
 
+def shows(run: RunResult, kind: str, severity: str | None = None) -> bool:
+    """Whether ``run`` still shows the finding being shrunk: its kind, and its severity when
+    given (a violation must not shrink into the same kind's S-INV-9 weakness)."""
+    return any(f.kind == kind and severity in (None, f.severity) for f in run.findings)
+
+
 def _candidates(picks: list[str]) -> list[list[str]]:
     """Smaller schedules to try: cut the tail (the rest runs without preemption), then drop
     each run of one writer's steps (they happen later, when it next runs)."""
@@ -304,7 +314,7 @@ def _complete(picks: Sequence[str], steps: Sequence[Any]) -> list[str]:
 
 def shrink_run(
     peers: Sequence[PeerSpec], result: RunResult, kind: str, *, hardened: bool, labels: dict[str, str] | None,
-    timeout: float, budget_s: float, pool: DriverPool | None = None,
+    timeout: float, budget_s: float, pool: DriverPool | None = None, severity: str | None = None,
 ) -> tuple[RunResult, int]:
     """Hypothesis-style greedy shrinking of a failing schedule: keep any smaller schedule
     (fewer context switches, then fewer steps) whose run still shows ``kind``; stop at a fixed
@@ -322,7 +332,7 @@ def shrink_run(
             tries += 1
             got = rerun(peers, best.situation, cand, strict=False, hardened=hardened, labels=labels, timeout=timeout,
                         pool=pool)
-            if got is None or not any(f.kind == kind for f in got.findings):
+            if got is None or not shows(got, kind, severity):
                 continue
             size = (switches(got.picks), len(got.steps))
             if size < (switches(best.picks), len(best.steps)):

@@ -367,9 +367,9 @@ def run_schedule(
         found = [] if void else judge(situation, steps, ops, directory, impl_of)
         if not void:  # the lock protocol, read from each writer's own calls; the store model (issue 29)
             everyone = ", ".join(dict.fromkeys(impl_of.values()))
-            found += stores.carried(directory, roots, carried, everyone)
-            found += stores.linearizable(ops, excused=situation.lock != "none" or situation.kill_after is not None
-                                         or situation.killable is not None, impl=everyone)
+            excused = situation.lock != "none" or situation.kill_after is not None or situation.killable is not None
+            found += stores.carried(directory, roots, carried, everyone, excused=excused)
+            found += stores.linearizable(ops, excused=excused, impl=everyone)
             found = protocol.judge(ops, trace, {w.name: w.driver.pid for w in writers}, impl_of, roots, found)
         found += [] if void else [replace(f, impl=impl_of[w.name], evidence=f"{w.name}: {f.evidence}") for w, f in leftovers]
         for e in errors:
