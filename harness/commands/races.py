@@ -50,6 +50,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..interleave.programs import FAMILIES
     from ..interleave.race_files import DEFAULT_DIR as RACE_DIR
     from ..interleave.races import SITUATIONS, STRATEGIES
 
@@ -62,8 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=positive_float, default=60.0, metavar="SECONDS",
                    help="wall time for the whole run: exploring, then (once something is found) shrinking "
                         "and the hardened re-check share its last 40%% (default: %(default)s)")
-    p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS],
-                   help="run only these situations (repeatable; default: all)")
+    p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS + FAMILIES],
+                   help="run only these situations or generated-program families (repeatable; default: all)")
     p.add_argument("--hardened", action="store_true",
                    help="run the reference with its opt-in hardened lock (MEMCONFORM_REFERENCE_HARDENED=1)")
     p.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N",
@@ -137,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from ..drivers.interrupt import work_done
     from ..faults.strace import STRACE
     from ..interleave import race_files
+    from ..interleave.programs import FAMILIES, describe
     from ..interleave.race_story import story
     from ..interleave.races import SHRINK_SHARE, SITUATIONS, explore, target
     from ..interleave.strategies import switches
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     report = new_report(args, impls)
     for info in impls:  # one line naming the missing op, before any writer starts (issue 30 item 3)
         capabilities.require_command(capabilities.of_impl(info), NAME)
-    asked = [s for s in SITUATIONS if not args.situation or s.name in args.situation]
+    asked = [s for s in SITUATIONS + FAMILIES if not args.situation or s.name in args.situation]
     situations, not_run = runnable(asked, [capabilities.of_impl(i) for i in impls])
     capabilities.say_not_run(NAME, not_run)
     mix = ", ".join(labels.get(s.name, s.name) for s in specs)
@@ -209,6 +211,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{f.severity}] {f.kind} ({f.clause}) in {sh.situation.name}, {f.impl}")
         for line in told:
             print(f"  {line}")
+        if sh.situation.name.startswith(tuple(x.name for x in FAMILIES)):
+            print(f"  program ({sum(map(len, orig.situation.ops))} -> {sum(map(len, sh.situation.ops))} ops): "
+                  f"{describe(sh.situation)} ({sh.situation.why})")
         print(f"  schedule: {hit.strategy} seed {hit.seed}, {shrunk}")
         if args.verbose:
             for w, calls in per.items():
@@ -220,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"races: {suite.runs} schedules in {suite.seconds:.1f} s, {suite.held} held syscalls "
           f"({suite.held / max(suite.seconds, 1e-9):.0f}/s), first finding after "
           + (f"{suite.first_found_s:.1f} s" if suite.first_found_s is not None else "none")
+          + (f", first violation after {suite.first_violation_s:.1f} s" if suite.first_violation_s is not None else "")
           + (f"; explored every schedule of {', '.join(suite.exhausted)}" if suite.exhausted else "")
           + (f"; {len(suite.void)} void runs (judged nothing)" if suite.void else "")
           + f"; {time.monotonic() - started:.1f} s in all")
@@ -234,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     report.stats = {"schedules": suite.runs, "void": len(suite.void), "held_syscalls": suite.held, "steps": suite.steps,
                     "seconds": round(suite.seconds, 2), "per_situation": suite.per_situation,
                     "first_finding_s": None if suite.first_found_s is None else round(suite.first_found_s, 2),
+                    "first_violation_s": None if suite.first_violation_s is None else round(suite.first_violation_s, 2),
                     "strategy": args.strategy, "seed": args.seed, "shard": f"{args.shard[0]}/{args.shard[1]}",
                     "hardened": args.hardened, "exhausted": suite.exhausted, "exported": exported,
                     "hardened_same_seeds": hardened_check, "budget": args.budget,

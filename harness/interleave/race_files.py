@@ -63,7 +63,7 @@ def to_lines(finding: Finding, shrunk: RunResult, original: RunResult, kinds: Se
     meta = {
         "format": FORMAT,
         "situation": {"name": s.name, "lock": s.lock, "age_s": s.age_s, "why": s.why, "kill_after": s.kill_after,
-                      "start_after": s.start_after, "killable": s.killable,
+                      "start_after": s.start_after, "killable": s.killable, "store": s.store, "carry": s.carry,
                       "ops": [[[op, args] for op, args in script] for script in s.ops]},
         "impls": list(kinds),
         "hardened": hardened,
@@ -104,7 +104,8 @@ def load(path: Path) -> RaceRegression:
         sit = Situation(str(s["name"]), str(s["lock"]), float(s["age_s"]), ops, str(s.get("why", "")),
                         None if kill is None else (int(kill[0]), str(kill[1])),
                         None if gate is None else (int(gate[0]), str(gate[1])),
-                        None if killable is None else int(killable))
+                        None if killable is None else int(killable), str(s.get("store", "shared")),
+                        bool(s.get("carry", False)))
         steps = [(str(x["writer"]), str(x["call"])) for x in lines[1:]]
         impls = [{k: str(v) for k, v in i.items()} for i in data["impls"]]
         if len(impls) != sit.writers or any("kind" not in i for i in impls):

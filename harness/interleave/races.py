@@ -18,7 +18,8 @@ from typing import Any
 
 from ..drivers.interrupt import stopping
 from ..drivers.peers import PeerSpec
-from ..oracles.findings import Finding
+from ..oracles.findings import VIOLATION, Finding
+from . import programs
 from .scheduler import DriverPool, RunResult, Situation, run_schedule
 from .strategies import (
     KILL,
@@ -35,7 +36,7 @@ from .strategies import (
 STRATEGIES = ("random", "pct", "exhaustive")
 CLAUSES = ("S-LOCK-2", "S-LOCK-3", "S-LOCK-4", "S-LOCK-5", "S-INV-9")
 """What every situation exercises: acquisition, liveness, the reclaim recheck, release."""
-TARGET_KINDS = ("lost-write", "double-holder", "duplicated-write", "split-topic")
+TARGET_KINDS = ("lock-protocol", "lost-write", "double-holder", "duplicated-write", "split-topic", "not-linearizable")
 """What a race shows, most telling first: a finding is shrunk towards the first kind it has."""
 
 
@@ -117,6 +118,7 @@ class SuiteResult:
     steps: int = 0
     seconds: float = 0.0
     first_found_s: float | None = None
+    first_violation_s: float | None = None  # the first finding that is no weakness SPEC accepts
     per_situation: dict[str, int] = field(default_factory=dict)
     found: list[Found] = field(default_factory=list)
     other: list[Finding] = field(default_factory=list)  # hangs, driver errors
@@ -130,10 +132,12 @@ SHRINK_SHARE = 0.4
 
 
 def target(findings: Sequence[Finding]) -> Finding | None:
-    for kind in TARGET_KINDS:
-        for f in findings:
-            if f.kind == kind:
-                return f
+    """The run's most telling finding: a violation before a weakness, then by ``TARGET_KINDS``."""
+    for violations in (True, False):
+        for kind in TARGET_KINDS:
+            for f in findings:
+                if f.kind == kind and (f.severity == VIOLATION) == violations:
+                    return f
     return None
 
 
@@ -155,7 +159,7 @@ def explore(
     budget_s: float = 60.0,
     hardened: bool = False,
     labels: dict[str, str] | None = None,
-    situations: Sequence[Situation] = SITUATIONS,
+    situations: Sequence[Situation] = SITUATIONS + programs.FAMILIES,
     shard: tuple[int, int] = (1, 1),
     shrink: bool = True,
     shrink_budget_s: float = 20.0,
@@ -186,7 +190,7 @@ def _explore(
     deadline: float | None,
 ) -> SuiteResult:
     out = SuiteResult()
-    hits: list[tuple[Finding, RunResult, int]] = []
+    hits: dict[str, tuple[Finding, RunResult, int]] = {}  # per situation or family: its finding
     t0 = time.monotonic()
     span = budget_s if deadline is None else max(0.0, deadline - t0)
 
@@ -201,30 +205,52 @@ def _explore(
         out.interrupted = True
     out.interrupted = out.interrupted or stopping()
     out.seconds = time.monotonic() - t0
-    for n, (hit, result, run_seed) in enumerate(hits):
+    for n, (hit, first, run_seed) in enumerate(list(hits.values())):
         budget = shrink_budget_s
         if deadline is not None:
             budget = min(budget, (deadline - time.monotonic()) / (len(hits) - n))
         if not shrink or out.interrupted or budget <= 0:
-            out.found.append(Found(hit, result, result, run_seed, strategy, 0))
+            out.found.append(Found(hit, first, first, run_seed, strategy, 0))
             continue
         try:
-            small, tries = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
-                                      budget_s=budget, pool=pool)
+            small, tries = _shrink(peers, strategy, hit, first, run_seed, hardened=hardened, labels=labels,
+                                   timeout=timeout, budget_s=budget, pool=pool)
         except KeyboardInterrupt:
-            out.interrupted, small, tries = True, result, 0
-        out.found.append(Found(target(small.findings) or hit, result, small, run_seed, strategy, tries))
+            out.interrupted, small, tries = True, first, 0
+        same = next((f for f in small.findings if f.kind == hit.kind and f.severity == hit.severity), None)
+        out.found.append(Found(same or target(small.findings) or hit, first, small, run_seed, strategy, tries))
     return out
+
+
+def _shrink(
+    peers: Sequence[PeerSpec], strategy: str, hit: Finding, first: RunResult, run_seed: int, *, hardened: bool,
+    labels: dict[str, str] | None, timeout: float, budget_s: float, pool: DriverPool,
+) -> tuple[RunResult, int]:
+    """A generated program to its fewest ops (half the budget), then any run to its fewest
+    switches and steps, keeping the finding's kind and severity; ``budget_s`` bounds both."""
+    t0 = time.monotonic()
+    result, tries = first, 0
+    if result.situation.name.startswith(programs.NAMES):
+        def again(cand: Situation) -> RunResult | None:
+            strat = PCT(run_seed, pickers(cand)) if strategy == "pct" else RandomWalk(run_seed)
+            return run_schedule(peers, cand, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
+        result, tries = programs.shrink_ops(again, result, hit.kind, budget_s=budget_s / 2, severity=hit.severity)
+    left = max(0.0, budget_s - (time.monotonic() - t0))
+    small, more = shrink_run(peers, result, hit.kind, hardened=hardened, labels=labels, timeout=timeout,
+                             budget_s=left, pool=pool, severity=hit.severity)
+    return small, tries + more
 
 
 def _explore_loop(
     peers: Sequence[PeerSpec], strategy: str, seed: int, hardened: bool, labels: dict[str, str] | None,
     situations: Sequence[Situation], shard: tuple[int, int], timeout: float,
     on_run: Callable[[RunResult], None] | None, pool: DriverPool, out: SuiteResult,
-    hits: list[tuple[Finding, RunResult, int]], t0: float, exploring: Callable[[], bool],
+    hits: dict[str, tuple[Finding, RunResult, int]], t0: float, exploring: Callable[[], bool],
 ) -> None:
     """Run schedules round robin while ``exploring()``; results go into ``out`` and ``hits`` as
-    they come, so an interrupted loop loses nothing that finished."""
+    they come, so an interrupted loop loses nothing that finished.  A named situation stops at
+    its first finding; a generated family runs on past a weakness SPEC accepts, for a broken
+    step (its first finding is kept meanwhile)."""
     explorers = {s.name: Explorer() for s in situations}
     open_ = [s for s in situations]
     index = 0
@@ -233,24 +259,27 @@ def _explore_loop(
             if not exploring():
                 break
             run_seed = seed + out.per_situation.get(sit.name, 0)
+            family = sit
+            if programs.is_family(sit):  # a fresh program per run (the explorer's: one per seed)
+                sit = programs.generate(family, seed if strategy == "exhaustive" else run_seed, peers)
             strat: Strategy
             if strategy == "exhaustive":
-                prefix = explorers[sit.name].next_prefix()
+                prefix = explorers[family.name].next_prefix()
                 while prefix is not None and not _prefix_shard(prefix, shard):
-                    prefix = explorers[sit.name].next_prefix()
+                    prefix = explorers[family.name].next_prefix()
                 if prefix is None:
-                    out.exhausted.append(sit.name)
-                    open_.remove(sit)
+                    out.exhausted.append(family.name)
+                    open_.remove(family)
                     continue
                 strat = Replay(prefix, strict=False)
             else:
                 index += 1
                 if not in_shard(index - 1, shard):
-                    out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+                    out.per_situation[family.name] = out.per_situation.get(family.name, 0) + 1
                     continue
                 strat = PCT(run_seed, pickers(sit)) if strategy == "pct" else RandomWalk(run_seed)
             result = run_schedule(peers, sit, strat, hardened=hardened, labels=labels, timeout=timeout, pool=pool)
-            out.per_situation[sit.name] = out.per_situation.get(sit.name, 0) + 1
+            out.per_situation[family.name] = out.per_situation.get(family.name, 0) + 1
             out.runs += 1
             if result.void:
                 out.void.append(f"{sit.name}: {result.void}")
@@ -258,14 +287,19 @@ def _explore_loop(
             out.held += result.held
             out.steps += len(result.steps)
             if strategy == "exhaustive":
-                explorers[sit.name].learn(result.steps)
+                explorers[family.name].learn(result.steps)
             out.other += [f for f in result.findings if f.kind not in TARGET_KINDS]
             hit = target(result.findings)
             if hit is not None:  # kept before ``on_run`` says so: a Ctrl-C after the line keeps it
                 if out.first_found_s is None:
                     out.first_found_s = time.monotonic() - t0
-                open_.remove(sit)
-                hits.append((hit, result, run_seed))
+                if hit.severity == VIOLATION and out.first_violation_s is None:
+                    out.first_violation_s = time.monotonic() - t0
+                if programs.is_family(family) and hit.severity != VIOLATION:
+                    hits.setdefault(family.name, (hit, result, run_seed))
+                else:
+                    open_.remove(family)
+                    hits[family.name] = (hit, result, run_seed)
             if on_run is not None:
                 on_run(result)
 
@@ -314,6 +348,12 @@ def rerun(peers: Sequence[PeerSpec], sit: Situation, picks: Sequence[str], *, st
         return None
 
 
+def shows(run: RunResult, kind: str, severity: str | None = None) -> bool:
+    """Whether ``run`` still shows the finding being shrunk: its kind, and its severity when
+    given (a violation must not shrink into the same kind's S-INV-9 weakness)."""
+    return any(f.kind == kind and severity in (None, f.severity) for f in run.findings)
+
+
 def _candidates(picks: list[str]) -> list[list[str]]:
     """Smaller schedules to try: cut the tail (the rest runs without preemption), then drop
     each run of one writer's steps (they happen later, when it next runs)."""
@@ -336,7 +376,7 @@ def _complete(picks: Sequence[str], steps: Sequence[Any]) -> list[str]:
 
 def shrink_run(
     peers: Sequence[PeerSpec], result: RunResult, kind: str, *, hardened: bool, labels: dict[str, str] | None,
-    timeout: float, budget_s: float, pool: DriverPool | None = None,
+    timeout: float, budget_s: float, pool: DriverPool | None = None, severity: str | None = None,
 ) -> tuple[RunResult, int]:
     """Hypothesis-style greedy shrinking of a failing schedule: keep any smaller schedule
     (fewer context switches, then fewer steps) whose run still shows ``kind``; stop at a fixed
@@ -354,7 +394,7 @@ def shrink_run(
             tries += 1
             got = rerun(peers, best.situation, cand, strict=False, hardened=hardened, labels=labels, timeout=timeout,
                         pool=pool)
-            if got is None or not any(f.kind == kind for f in got.findings):
+            if got is None or not shows(got, kind, severity):
                 continue
             size = (switches(got.picks), len(got.steps))
             if size < (switches(best.picks), len(best.steps)):

@@ -27,10 +27,11 @@ from ..oracles import interop_checks as checks
 from ..oracles import lock_leftover
 from ..oracles.findings import HAZARD, Finding
 from ..writers import engine
-from ..writers.engine import disk_view, prepare_shared
+from ..writers.engine import disk_view
+from . import protocol, stores
 from .run import ENV_EXEC, HARDENED_ENV
 from .strategies import DONE, KILL, Step, Strategy
-from .tracer import Event, Traced
+from .tracer import Call, Event, Traced
 
 LOCK = ".lock"
 DEAD_PID = 4194305
@@ -53,6 +54,8 @@ class Situation:
     kill_after: tuple[int, str] | None = None  # (writer, call prefix): SIGKILL it when held after that call
     start_after: tuple[int, str] | None = None  # (writer, call prefix): the others start their ops only after it
     killable: int | None = None  # the writer a KILL pick may SIGKILL, while held after the others started
+    store: str = "shared"  # "shared" | "local": the first writer's own local store (issue 29)
+    carry: bool = False  # both tools' local stores seeded: each fresh writer's first op carries them over
 
     @property
     def writers(self) -> int:
@@ -86,6 +89,7 @@ class RunResult:
     seconds: float
     errors: list[str] = field(default_factory=list)
     void: str = ""  # why the run says nothing (a writer moved out of turn): no findings
+    trace: list[tuple[int, str, Call]] = field(default_factory=list)  # (step, writer, call): the protocol oracle's input
 
     @property
     def picks(self) -> list[str]:
@@ -255,14 +259,14 @@ def run_schedule(
     ops: list[RaceOp] = []
     errors: list[str] = []
     leftovers: list[tuple[_Writer, Finding]] = []  # S-LOCK-5: an op's own lock, left after its answer
+    trace: list[tuple[int, str, Call]] = []
     void = ""
     try:
-        prepare_shared(sb)
-        directory = sb.shared_dir
         specs = [peers[i % len(peers)] for i in range(situation.writers)]
+        directory, roots, carried = stores.prepare(sb, situation, specs)
         if pool is not None:
             for d in pool.take(specs, sb, hardened, timeout):
-                writers.append(_Writer(f"w{len(writers)}", d.spec, d, Traced(d.pid, (str(directory),)), []))
+                writers.append(_Writer(f"w{len(writers)}", d.spec, d, Traced(d.pid, roots), []))
         else:
             drivers: list[Driver | BaseException] = [RuntimeError("not started")] * len(specs)
 
@@ -280,7 +284,7 @@ def run_schedule(
             for booted in drivers:
                 if isinstance(booted, Driver):
                     writers.append(_Writer(f"w{len(writers)}", booted.spec, booted,
-                                           Traced(booted.pid, (str(directory),)), []))
+                                           Traced(booted.pid, roots), []))
             failed = [d for d in drivers if not isinstance(d, Driver)]
             if failed:
                 raise DriverError(f"a writer did not start: {failed[0]}")
@@ -340,7 +344,8 @@ def run_schedule(
                 w.state = "gone"
                 break
             if ev.kind == "held" and ev.call is not None:
-                steps.append(Step(w.name, ev.call.short((str(directory),)), tuple(enabled)))
+                steps.append(Step(w.name, ev.call.short(roots), tuple(enabled)))
+                trace.append((len(steps) - 1, w.name, ev.call))
                 w.state = "held"
                 kill = situation.kill_after
                 if kill is not None and writers.index(w) == kill[0] and steps[-1].call.startswith(kill[1]):
@@ -365,13 +370,19 @@ def run_schedule(
             w.traced.detach()
         impl_of = {w.name: (labels or {}).get(w.spec.name, w.spec.name) for w in writers}
         found = [] if void else judge(situation, steps, ops, directory, impl_of)
+        if not void:  # the lock protocol, read from each writer's own calls; the store model (issue 29)
+            everyone = ", ".join(dict.fromkeys(impl_of.values()))
+            excused = situation.lock != "none" or situation.kill_after is not None or situation.killable is not None
+            found += stores.carried(directory, roots, carried, everyone, excused=excused)
+            found += stores.linearizable(ops, excused=excused, impl=everyone)
+            found = protocol.judge(ops, trace, {w.name: w.driver.pid for w in writers}, impl_of, roots, found)
         found += [] if void else [replace(f, impl=impl_of[w.name], evidence=f"{w.name}: {f.evidence}") for w, f in leftovers]
         for e in errors:
             found.append(Finding("driver-error", HAZARD,
                                  impl=", ".join(dict.fromkeys(impl_of.values())), evidence=e))
         return RunResult(situation, [w.spec.name for w in writers], dict(labels or {}), steps, ops, found,
                          sum(w.traced.held_calls for w in writers), sum(w.traced.passed_calls for w in writers),
-                         time.monotonic() - t0, errors, void)
+                         time.monotonic() - t0, errors, void, trace)
     finally:
         for w in writers:
             w.traced.detach()

@@ -55,6 +55,8 @@ class Call:
     paths: tuple[str, ...]
     ret: str
     excl: bool = False  # an exclusive create (O_CREAT|O_EXCL): how a lock is taken
+    flags: str = ""  # the O_/AT_ flags the call named (``O_WRONLY|O_CREAT|O_TRUNC``): the protocol oracle's evidence
+    data: str = ""  # a read's first bytes (strace -s 8): whose token a lock read saw
 
     def on(self, roots: tuple[str, ...]) -> bool:
         """Whether the call touches the store: a path under a root, or a pid probe (kill 0)."""
@@ -63,13 +65,15 @@ class Call:
         return any(p == r or p.startswith(r.rstrip("/") + "/") for p in self.paths for r in roots)
 
     def short(self, roots: tuple[str, ...]) -> str:
-        """``openat(.lock) = 3`` with paths relative to the store (what a schedule records)."""
+        """``openat(.lock) = 3`` with paths relative to the store (what a schedule records); a
+        path in the i-th further root is ``Li:name``, so two stores' locks never read as one."""
         def rel(p: str) -> str:
-            for r in roots:
+            for i, r in enumerate(roots):
+                tag = f"L{i}:" if i else ""  # a second store (a carry-over's local one): its own names
                 if p == r.rstrip("/"):
-                    return "."
+                    return tag + "."
                 if p.startswith(r.rstrip("/") + "/"):
-                    return TEMP_SUFFIX.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
+                    return tag + TEMP_SUFFIX.sub(".tmp-*", p[len(r.rstrip("/")) + 1:])
             return p
         ret = self.ret.split("<", 1)[0].split(" (", 1)[0].strip()
         if ret.isdigit() and self.name in _COUNTED:
@@ -110,9 +114,18 @@ def call_paths(name: str, args: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_FLAGS = re.compile(r"\b(?:O|AT)_(?!FDCWD)[A-Z_]+(?:\|(?:O|AT)_[A-Z_]+)*")
+
+
 def _call(tid: int, name: str, args: str, ret: str) -> Call:
     excl = name in ("open", "openat") and "O_EXCL" in args and "O_CREAT" in args
-    return Call(tid, name, call_paths(name, args), ret, excl)
+    bare = _QUOTED.sub('""', args)  # a quoted path may spell a flag's name
+    flags = "|".join(m.group(0) for m in _FLAGS.finditer(bare))
+    data = ""
+    if name in ("read", "pread64"):
+        q = _QUOTED.search(args)
+        data = _unescape(q.group(1)) if q else ""
+    return Call(tid, name, call_paths(name, args), ret, excl, flags, data)
 
 
 class LineParser:
