@@ -61,8 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pct (seeded, depth 3, change points on lock calls), random (seeded walk) or exhaustive (DPOR); default: %(default)s")
     p.add_argument("--seed", type=non_negative_int, default=0, help="first seed (run i of a situation uses seed + i)")
     p.add_argument("--budget", type=positive_float, default=60.0, metavar="SECONDS",
-                   help="wall time for the whole run: exploring, then (once something is found) shrinking "
-                        "and the hardened re-check share its last 40%% (default: %(default)s)")
+                   help="wall time for the whole run once the drivers have started: exploring, then (once something "
+                        "is found) shrinking and the hardened re-check share its last 40%% (default: %(default)s)")
     p.add_argument("--situation", action="append", choices=[s.name for s in SITUATIONS + FAMILIES],
                    help="run only these situations or generated-program families (repeatable; default: all)")
     p.add_argument("--hardened", action="store_true",
@@ -122,10 +122,13 @@ def runnable(situations: Sequence[Situation], caps: Sequence[capabilities.Capabi
              ) -> tuple[list[Situation], list[capabilities.NotRun]]:
     """The situations every writer can run as declared, and the others with why (a skip in the
     report, never a finding: a refused ``set_clock`` is not a race)."""
+    from ..interleave.programs import NAMES
+
     out: list[Situation] = []
     not_run: list[capabilities.NotRun] = []
     for sit in situations:
-        ops = [op for script in sit.ops for op, _ in script]
+        # a generated family draws every co-writer op; a named situation needs what its scripts call
+        ops = list(capabilities.STORE_OPS) if sit.name in NAMES else [op for script in sit.ops for op, _ in script]
         why = next((w for c in caps if (w := capabilities.script_needs(c, ops))), None)
         if why is None:
             out.append(sit)
@@ -144,8 +147,6 @@ def run(args: argparse.Namespace) -> int:
     from ..interleave.strategies import switches
     from ..reports.progress import progress
 
-    started = time.monotonic()
-    deadline = started + args.budget  # the whole run, shrinking and the hardened re-check included
     specs = [PeerSpec.parse(i) for i in (args.impl or ["python"])]
     if not Path(STRACE).exists():
         raise SetupError("races needs strace (apt-get install strace)")
@@ -160,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
     asked = [s for s in SITUATIONS + FAMILIES if not args.situation or s.name in args.situation]
     situations, not_run = runnable(asked, [capabilities.of_impl(i) for i in impls])
     capabilities.say_not_run(NAME, not_run)
+    # the budget starts once the drivers have said hello (a loaded machine starts node slowly):
+    # exploring, shrinking and the hardened re-check all end by it
+    started = time.monotonic()
+    deadline = started + args.budget
     mix = ", ".join(labels.get(s.name, s.name) for s in specs)
     print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s for the "
           f"whole run, shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"

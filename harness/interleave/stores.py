@@ -48,6 +48,8 @@ class _RaceOp(Protocol):
     def type(self) -> str: ...
     @property
     def result(self) -> Any: ...
+    @property
+    def outcome(self) -> str | None: ...  # the recorded outcome kind the model reads (issue 30)
 
 
 def prepare(sb: Sandbox, sit: _Sit, specs: Sequence[PeerSpec]) -> tuple[Path, tuple[str, ...], dict[str, str]]:
@@ -70,7 +72,8 @@ def linearizable(ops: Sequence[_RaceOp], *, excused: bool, impl: str) -> list[Fi
     """The store model over the run's ops (their intervals in steps): no order of the ops
     explains their answers is a violation, or the S-INV-9 weakness when the run planted a
     stale lock or killed a writer (the lock SPEC's window lets two writers hold)."""
-    history = [Op(i, o.process, o.op, dict(o.args), o.start, o.end if o.type != "info" else None, o.type, o.result)
+    history = [Op(i, o.process, o.op, dict(o.args), o.start, o.end if o.type != "info" else None, o.type, o.result,
+                  o.outcome)
                for i, o in enumerate(ops) if o.op != "advance_clock"]
     verdict = check(history, budget_s=CHECK_BUDGET_S)
     if verdict.status != "not linearizable":

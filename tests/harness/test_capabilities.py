@@ -88,9 +88,12 @@ def test_declared_fields_are_read() -> None:
 
 def test_a_missing_op_is_one_line_naming_it() -> None:
     caps = Capabilities("node:x", frozenset({"hello", "write_memory"}))
-    with pytest.raises(Missing, match=r"^races needs op pin_memory \(node:x does not declare it"):
-        capabilities.require_command(caps, "races")
+    with pytest.raises(Missing, match=r"^interop needs op pin_memory \(node:x does not declare it"):
+        capabilities.require_command(caps, "interop")
     capabilities.require_command(caps, "locks")  # write_memory is all it needs
+    capabilities.require_command(caps, "races")  # likewise: a situation needing more is not run
+    with pytest.raises(Missing, match=r"^races needs op write_memory"):
+        capabilities.require_command(Capabilities("node:x", frozenset({"hello", "pin_memory"})), "races")
 
 
 def test_a_situation_whose_clock_moves_needs_the_virtual_clock() -> None:
@@ -226,10 +229,28 @@ def test_races_adapts_to_a_driver_without_reset_env_or_virtual_time(log: Path, t
 @needs_strace
 def test_races_refuses_a_driver_without_a_co_writer_op(log: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("CAP_OPS", "set_clock,write_memory,remove_memory,reset")
+    monkeypatch.setenv("CAP_OPS", "set_clock,remove_memory,pin_memory,reset")
     assert cli.main(["races", "--impl", IMPL, "--budget", "2", "--no-export"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "races needs op pin_memory" in err[0]
+    assert len(err) == 1 and "races needs op write_memory" in err[0]
+    assert undeclared(log) == []
+
+
+@needs_node
+@needs_strace
+def test_races_runs_without_pin_what_needs_no_pin(log: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A driver without ``pin_memory`` runs the situations that only write; the generated
+    programs (they draw pin and unpin) are listed as not run, with why, never a finding."""
+    monkeypatch.setenv("CAP_OPS", "set_clock,write_memory,remove_memory,reset,advance_clock")
+    out = tmp_path / "r.json"
+    got = cli.main(["races", "--impl", IMPL, "--impl", IMPL, "--situation", "no-lock", "--situation", "program-shared",
+                    "--budget", "4", "--no-export", "--quiet", "--no-shrink", "--json", str(out)])
+    data = report(out)
+    assert got == 0 and violations(data) == []
+    section = data["capabilities"]
+    assert isinstance(section, dict)
+    assert [p["what"] for p in section["not_run"]] == ["program-shared"]
+    assert "pin_memory" in section["not_run"][0]["why"]
     assert undeclared(log) == []
 
 
