@@ -11,6 +11,8 @@ milliseconds.  The command writes the report of what finished, marked ``interrup
 
 from __future__ import annotations
 
+import _thread
+import gc
 import os
 import signal
 import threading
@@ -93,8 +95,28 @@ def work_done() -> None:
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     stop()
-    if not WORK_DONE.is_set():
-        raise KeyboardInterrupt
+    if WORK_DONE.is_set():
+        return
+    if _in_gc_callback(frame):
+        # raised inside a gc callback (Hypothesis keeps one), the interrupt is swallowed as
+        # "Exception ignored … Traceback" on stderr and lost: signal the main thread again from
+        # another, so this handler runs anew once the callback is over (a real signal also
+        # wakes a main thread blocked in a wait).  ``_thread``: ``Thread.start`` would wait here
+        main = threading.main_thread().ident
+        if main is not None:
+            _thread.start_new_thread(signal.pthread_kill, (main, signal.SIGINT))
+        return
+    raise KeyboardInterrupt
+
+
+def _in_gc_callback(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (or a caller of it) is a function of ``gc.callbacks``."""
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install() -> Any:

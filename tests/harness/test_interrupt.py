@@ -329,3 +329,37 @@ def test_merging_an_interrupted_shard_does_not_claim_a_ctrl_c(tmp_path: Path, ca
     assert cli.main(["report", "merge", *paths, "--allow-partial"]) == 130
     out, err = capsys.readouterr()
     assert "verdict interrupted" in out and "interrupted after the run's work was done" not in err, (out, err)
+
+
+GC_CALLBACK_SIGINT = """
+import gc, signal, threading
+from memconform.harness.drivers import interrupt
+
+interrupt.install()
+fired = []
+
+def callback(phase, info):  # as Hypothesis's gc_callback: Python code the collector calls
+    if phase == "start" and not fired:
+        fired.append(1)
+        signal.raise_signal(signal.SIGINT)  # the handler runs in this callback's frame
+        fired.append(2)
+
+gc.callbacks.append(callback)
+try:
+    gc.collect()
+    threading.Event().wait(30)  # the interrupt, delivered again once the callback is over
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", fired)
+"""
+
+
+def test_a_ctrl_c_inside_a_gc_callback_is_not_lost_or_printed_as_a_traceback() -> None:
+    """A clean-clone run of the fuzz Ctrl-C case (issue 31) printed "Exception ignored in:
+    <function gc_callback …> Traceback … KeyboardInterrupt": SIGINT landed in Hypothesis's gc
+    callback, where a raised exception is swallowed and printed.  The handler now sees the
+    callback and delivers the interrupt again outside it."""
+    done = subprocess.run([sys.executable, "-c", GC_CALLBACK_SIGINT], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.stdout.strip() == "interrupted [1, 2]", (done.stdout, done.stderr)
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
