@@ -36,6 +36,8 @@ READ_ONLY = frozenset({"not-found", "refused", "ok:unchanged"})
 """Outcomes of remove and pin that leave the model state as it was (SPEC §9, §10): nothing
 found, a refusal (ambiguous, pinned), already in the requested state."""
 READ_ARGS = ("topic", "pin", "mode", "overwrite")
+LOOKUPS = ("remove_memory", "pin_memory", "repair_memory")
+"""The ops that may leave the store unchanged (``read_only`` when their outcome says so)."""
 """The arguments ``kind_model.apply`` reads besides the content and the summary."""
 
 
@@ -52,18 +54,21 @@ class StoreKindModel:
     """The store as ``kind_model`` sees it, compared by outcome (``linearize.Model``).
 
     ``within_topic``: the model of one family's sub-history, blind to whether the index
-    exists.  Bodies stay out of the states (``bodies=False``): outcomes never depend on them.
+    exists.  ``shared``: the shared store, where a remove leaves a tombstone that repair
+    skips (SS-TOMB-4).  Bodies stay out of the states (``bodies=False``): outcomes never
+    depend on them.
     """
 
-    def __init__(self, within_topic: bool = False) -> None:
+    def __init__(self, within_topic: bool = False, shared: bool = False) -> None:
         self.within_topic = within_topic
+        self.shared = shared
 
     def kind(self, op: Op) -> str:
         """The outcome an op recorded."""
         return kind_model.op_outcome(op)
 
     def init(self) -> State:
-        return State()
+        return State(shared=self.shared)
 
     def step(self, state: State, op: Op) -> tuple[bool, State]:
         nxt, kind = kind_model.apply(state, op.op, op.args, bodies=False)
@@ -100,17 +105,20 @@ class StoreKindModel:
         return raw
 
     def read_only(self, op: Op) -> bool:
-        return op.type == "ok" and op.op in ("remove_memory", "pin_memory") and _unchanged(self.kind(op))
+        return op.type == "ok" and op.op in LOOKUPS and _unchanged(self.kind(op))
 
     def partition(self, ops: list[Op]) -> list[Part[State]] | None:
-        """One part per topic family; ``None`` when every topic reaches every other."""
+        """One part per topic family; ``None`` when every topic reaches every other, or when
+        a repair ran (it reads every file and the whole index: no family is alone)."""
+        if any(op.op == "repair_memory" for op in ops):
+            return None
         families = topic_families(sorted({str(op.args.get("topic", "")) for op in ops}))
         if len(set(families.values())) < 2:
             return None
         parts: dict[str, list[Op]] = defaultdict(list)
         for op in ops:
             parts[families[str(op.args.get("topic", ""))]].append(op)
-        blind = StoreKindModel(within_topic=True)
+        blind = StoreKindModel(within_topic=True, shared=self.shared)
         return [Part(to_slug(key.strip()), part, blind) for key, part in parts.items()]
 
     def describe_op(self, op: Op) -> str:
@@ -227,11 +235,12 @@ def _saw_index(outcome: str) -> bool:
 
 def check(
     ops: list[Op], *, budget_s: float = 10.0, partition: bool = True, shrink: bool = True,
-    tick: Callable[[int], None] | None = None, fast: bool = True,
+    tick: Callable[[int], None] | None = None, fast: bool = True, shared: bool = False,
 ) -> LinearizabilityVerdict:
     """Is a store history linearizable?  Partitioned by topic family where families exist;
-    ``tick`` and ``fast`` as in ``linearize.check``."""
-    verdict = linearize.check(ops, StoreKindModel(), budget_s=budget_s, partition=partition, shrink=shrink,
+    ``tick`` and ``fast`` as in ``linearize.check``; ``shared``: a shared-store history
+    (removes leave tombstones, which repair skips)."""
+    verdict = linearize.check(ops, StoreKindModel(shared=shared), budget_s=budget_s, partition=partition, shrink=shrink,
                               tick=tick, fast=fast)
     if verdict.partitioned and verdict.status != NOT_LINEARIZABLE:
         pair = _index_order([op for op in ops if op.type != "fail"])

@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     from ..drivers.interrupt import work_done
     from ..faults.strace import STRACE
     from ..interleave import race_files
-    from ..interleave.programs import FAMILIES, describe
+    from ..interleave.programs import FAMILIES, describe, draws_repair
     from ..interleave.race_story import story
     from ..interleave.races import SHRINK_SHARE, SITUATIONS, explore, target
     from ..interleave.strategies import switches
@@ -169,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"races: {len(situations)} situations, {args.strategy} seed {args.seed}, budget {args.budget:g} s for the "
           f"whole run, shard {args.shard[0]}/{args.shard[1]}; writers round-robin over {mix}"
           + (" (reference hardened)" if args.hardened else ""), flush=True)
+    offered = frozenset.intersection(*(capabilities.of_impl(i).ops for i in impls))  # what every writer declares
+    if any(draws_repair(s, offered) for s in situations):
+        print("races: generated programs also draw repair (every writer declares repair_memory)", flush=True)
     # the hardened re-check runs after shrinking: keep it a share of the budget
     after = SHRINK_SHARE / 2 * args.budget if _checks_hardened(args, specs) else 0.0
 
@@ -189,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
 
         suite = explore(specs, strategy=args.strategy, seed=args.seed, budget_s=args.budget, hardened=args.hardened,
                         labels=labels, situations=situations, shard=args.shard, shrink=not args.no_shrink,
-                        timeout=args.timeout, on_run=said, deadline=deadline - after)
+                        timeout=args.timeout, on_run=said, deadline=deadline - after, offered=offered)
     if suite.interrupted:
         work_done()  # Ctrl-C: what was found is exported and reported whole
     found: list[Finding] = []

@@ -224,12 +224,15 @@ def scenario_for(
     allows and the user suffers (the store as the fault left it).  Otherwise (a kill, or a
     fault at a temporary's random name, which ``strace -P`` cannot select): the state the
     fault left, then the next operation, which must settle (S-INV-2) — or, for an
-    ``unavailable`` hazard, is refused busy.
+    ``unavailable`` hazard, is refused busy (``expect.outcome``, so it replays on any driver).
     """
     clauses = [c for c in (finding.clause, "S-INV-8") if re.match(r"^(S-[A-Z]+-[0-9]+|PEER-[0-9]+|[ABC]-[0-9]+)$", c)]
     data: dict[str, Any] = {"clauses": list(dict.fromkeys(clauses)), "clock": dict(CLOCK),
                             "tags": ["fault-injection", "crash" if fault.get("action") == "kill" else "errno"]}
-    busy = {"result": "Error: memory store is busy (another tool or process holds the lock) — please retry in a moment."}
+    # By kind, not by the busy text (issue 30): a driver that declares ``outcome_kinds`` says
+    # busy in its own words, and a driver that does not is busy only by the exact text
+    # (oracles.outcome_kind), so the reference and openpi are held to it as before.
+    busy = {"outcome": "busy"}
     if inject is not None and fault.get("action") == "error":
         data["given"] = given_of(before)
         steps: list[dict[str, Any]] = [{"op": case.op, "args": dict(case.args), "note": f"{fault['errno']} at {finding.syscall}"}]

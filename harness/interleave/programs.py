@@ -3,8 +3,8 @@ whole workloads whose writers contend for the same topics, not only for a stale 
 
 A program is a ``Situation`` like the named ones (so the scheduler, the strategies, the
 shrinker, the export and ``replay`` take it as it is): 2-3 writers, each with 1-3 ops drawn
-from the op vocabulary (append, replace, a write that pins, remove, pin and unpin) over two
-topics every writer shares, so same-topic appends and replaces, remove against write and pin
+from the op vocabulary (append, replace, a write that pins, remove, pin and unpin, and repair
+where every writer's driver declares ``repair_memory``) over two topics every writer shares, so same-topic appends and replaces, remove against write and pin
 against write all occur; the starting lock state is one of the named situations' (none, a dead
 owner's 20 s old, an empty one 61 s old).  Three families:
 
@@ -14,15 +14,20 @@ owner's 20 s old, an empty one 61 s old).  Three families:
 - ``program-carry``: the shared store with both tools' local stores seeded, so every fresh
   writer's first op carries its tool's local store over while the others write (S-MIGRATE-2).
 
-A program is a function of (family, seed, writer count): the seed reproduces it.  A finding
-is shrunk to the fewest ops first (``shrink_ops``), then ``races.shrink_run`` cuts switches.
+A program is a function of (family, seed, the ops every writer declares): the seed reproduces
+it, and one drawn without repair is the same program it was before repair joined the
+vocabulary (recorded seeds keep their programs).  Repair is drawn in ``program-shared`` only:
+the store model starts from an empty store and keeps tombstones for the shared store only, so
+in the local store, or beside a carry-over (files the model never saw), what repair re-indexes
+is outside what it follows.  A finding is shrunk to the fewest ops first (``shrink_ops``),
+then ``races.shrink_run`` cuts switches.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from ..drivers.peers import PeerSpec
@@ -39,16 +44,24 @@ FAMILIES: tuple[Situation, ...] = (
               "fresh writer carries its tool's seeded local store over", carry=True),
 )
 NAMES = tuple(f.name for f in FAMILIES)
+REPAIR = "repair_memory"
+REPAIR_SHARE = 0.12  # of the ops drawn, when every writer offers repair (the rest keep their proportions)
 
 
 def is_family(sit: Situation) -> bool:
     return sit.name in NAMES
 
 
-def _op(rng: random.Random, w: int, n: int) -> tuple[str, dict[str, Any]]:
-    """One op of the vocabulary; every write carries a unique token (lost writes are counted)."""
+def _op(rng: random.Random, w: int, n: int, repair: bool = False) -> tuple[str, dict[str, Any]]:
+    """One op of the vocabulary; every write carries a unique token (lost writes are counted).
+    With ``repair`` the same draws map a share of the roll to a repair, so without it the
+    draws and the program are those of before."""
     topic = rng.choice(TOPICS)
     roll = rng.random()
+    if repair:
+        if roll < REPAIR_SHARE:
+            return (REPAIR, {})
+        roll = (roll - REPAIR_SHARE) / (1 - REPAIR_SHARE)
     write: dict[str, Any] = {"topic": topic, "content": f"tok-w{w}-{n}", "summary": f"w{w} {n}"}
     if roll < 0.45:
         return ("write_memory", write)
@@ -67,14 +80,21 @@ def local_shared_by(specs: Sequence[PeerSpec]) -> bool:
     return len({s.kind == "opencode" for s in specs}) == 1
 
 
-def generate(family: Situation, seed: int, peers: Sequence[PeerSpec]) -> Situation:
-    """The program of ``family`` for ``seed``."""
+def draws_repair(family: Situation, offered: Collection[str]) -> bool:
+    """Whether ``family``'s programs draw repair, given the ops every writer declares."""
+    return REPAIR in offered and family.store == "shared" and not family.carry
+
+
+def generate(family: Situation, seed: int, peers: Sequence[PeerSpec], offered: Collection[str] = ()) -> Situation:
+    """The program of ``family`` for ``seed``; ``offered``: the ops every writer's driver
+    declares in ``hello`` (the optional ones among them join the vocabulary)."""
     rng = random.Random(f"{family.name}-{seed}")
+    repair = draws_repair(family, offered)
     writers = rng.choice((2, 3))
     ops = []
     for w in range(writers):
         n_ops = rng.choice((1, 2, 2, 3))
-        script = [_op(rng, w, n) for n in range(n_ops)]
+        script = [_op(rng, w, n, repair) for n in range(n_ops)]
         if family.carry or n_ops == 1:  # a fresh writer's first op writes: it carries over, or it races
             script[0] = ("write_memory", {"topic": rng.choice(TOPICS), "content": f"tok-w{w}-0", "summary": f"w{w} 0"})
         ops.append(tuple(script))
@@ -98,6 +118,8 @@ def _show(op: str, args: dict[str, Any]) -> str:
         return f"{how} {args['topic']!r}"
     if op == "pin_memory":
         return f"{'pin' if args.get('pin') else 'unpin'} {args['topic']!r}"
+    if op == REPAIR:
+        return "repair"
     return f"remove {args['topic']!r}"
 
 

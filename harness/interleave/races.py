@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,10 +166,12 @@ def explore(
     timeout: float = 30.0,
     on_run: Callable[[RunResult], None] | None = None,
     deadline: float | None = None,
+    offered: Collection[str] = (),
 ) -> SuiteResult:
     """Schedules of every situation, round robin, until ``budget_s``; each situation stops at
     its first finding, or when the exhaustive explorer has visited it all.  Then each finding
-    is shrunk (``shrink_budget_s`` each, on top of the budget).
+    is shrunk (``shrink_budget_s`` each, on top of the budget).  ``offered``: the ops every
+    writer's driver declares (generated programs draw repair only when it is among them).
 
     With a ``deadline`` (``time.monotonic()``) exploration and shrinking both end by it: once
     something is found, exploration gives up the last ``SHRINK_SHARE`` of the time to
@@ -178,7 +180,7 @@ def explore(
     pool = DriverPool()
     try:
         return _explore(peers, strategy, seed, budget_s, hardened, labels, situations, shard, shrink,
-                        shrink_budget_s, timeout, on_run, pool, deadline)
+                        shrink_budget_s, timeout, on_run, pool, deadline, frozenset(offered))
     finally:
         pool.close()
 
@@ -187,7 +189,7 @@ def _explore(
     peers: Sequence[PeerSpec], strategy: str, seed: int, budget_s: float, hardened: bool,
     labels: dict[str, str] | None, situations: Sequence[Situation], shard: tuple[int, int], shrink: bool,
     shrink_budget_s: float, timeout: float, on_run: Callable[[RunResult], None] | None, pool: DriverPool,
-    deadline: float | None,
+    deadline: float | None, offered: frozenset[str],
 ) -> SuiteResult:
     out = SuiteResult()
     hits: dict[str, tuple[Finding, RunResult, int]] = {}  # per situation or family: its finding
@@ -200,7 +202,7 @@ def _explore(
 
     try:
         _explore_loop(peers, strategy, seed, hardened, labels, situations, shard, timeout, on_run, pool, out, hits,
-                      t0, exploring)
+                      t0, exploring, offered)
     except KeyboardInterrupt:
         out.interrupted = True
     out.interrupted = out.interrupted or stopping()
@@ -246,6 +248,7 @@ def _explore_loop(
     situations: Sequence[Situation], shard: tuple[int, int], timeout: float,
     on_run: Callable[[RunResult], None] | None, pool: DriverPool, out: SuiteResult,
     hits: dict[str, tuple[Finding, RunResult, int]], t0: float, exploring: Callable[[], bool],
+    offered: frozenset[str],
 ) -> None:
     """Run schedules round robin while ``exploring()``; results go into ``out`` and ``hits`` as
     they come, so an interrupted loop loses nothing that finished.  A named situation stops at
@@ -261,7 +264,7 @@ def _explore_loop(
             run_seed = seed + out.per_situation.get(sit.name, 0)
             family = sit
             if programs.is_family(sit):  # a fresh program per run (the explorer's: one per seed)
-                sit = programs.generate(family, seed if strategy == "exhaustive" else run_seed, peers)
+                sit = programs.generate(family, seed if strategy == "exhaustive" else run_seed, peers, offered)
             strat: Strategy
             if strategy == "exhaustive":
                 prefix = explorers[family.name].next_prefix()

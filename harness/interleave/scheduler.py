@@ -374,7 +374,7 @@ def run_schedule(
             everyone = ", ".join(dict.fromkeys(impl_of.values()))
             excused = situation.lock != "none" or situation.kill_after is not None or situation.killable is not None
             found += stores.carried(directory, roots, carried, everyone, excused=excused)
-            found += stores.linearizable(ops, excused=excused, impl=everyone)
+            found += stores.linearizable(ops, excused=excused, impl=everyone, shared=situation.store != "local")
             found = protocol.judge(ops, trace, {w.name: w.driver.pid for w in writers}, impl_of, roots, found)
         found += [] if void else [replace(f, impl=impl_of[w.name], evidence=f"{w.name}: {f.evidence}") for w, f in leftovers]
         for e in errors:

@@ -68,14 +68,15 @@ def prepare(sb: Sandbox, sit: _Sit, specs: Sequence[PeerSpec]) -> tuple[Path, tu
     return directory, tuple(roots), tokens
 
 
-def linearizable(ops: Sequence[_RaceOp], *, excused: bool, impl: str) -> list[Finding]:
+def linearizable(ops: Sequence[_RaceOp], *, excused: bool, impl: str, shared: bool = False) -> list[Finding]:
     """The store model over the run's ops (their intervals in steps): no order of the ops
     explains their answers is a violation, or the S-INV-9 weakness when the run planted a
-    stale lock or killed a writer (the lock SPEC's window lets two writers hold)."""
+    stale lock or killed a writer (the lock SPEC's window lets two writers hold).  ``shared``:
+    the run wrote the shared store (its removes leave tombstones a repair must skip)."""
     history = [Op(i, o.process, o.op, dict(o.args), o.start, o.end if o.type != "info" else None, o.type, o.result,
                   o.outcome)
                for i, o in enumerate(ops) if o.op != "advance_clock"]
-    verdict = check(history, budget_s=CHECK_BUDGET_S)
+    verdict = check(history, budget_s=CHECK_BUDGET_S, shared=shared)
     if verdict.status != "not linearizable":
         return []
     lines = "; ".join(verdict.failing_lines[:6])

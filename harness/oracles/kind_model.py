@@ -119,6 +119,7 @@ _AS_OUTCOME = {
     "unpinned": "ok:unpinned", "already_pinned": "ok:unchanged", "already_unpinned": "ok:unchanged",
     "not_found": outcome_kind.NO_ENTRY, "no_index": outcome_kind.NO_INDEX, "ambiguous": "refused:ambiguous",
     "pinned_refused": "refused:pinned", "invalid": "refused:invalid-topic", BUSY: "busy",
+    "repaired": "ok:repaired", "consistent": "ok:unchanged",
 }
 _INVALID = frozenset({"invalid-topic", "reserved-topic"})  # the model's one ``invalid``
 
@@ -262,6 +263,19 @@ def pin(state: State, topic: str, on: bool) -> tuple[State, str]:
     return replace(state, index=index), "pinned" if on else "unpinned"
 
 
+def repair(state: State) -> tuple[State, str]:
+    """PEER-16, SS-TOMB-4: every topic file neither indexed nor tombstoned gets an unpinned
+    entry, in filename order; with none (an empty store included) the index is ``consistent``.
+    Only a shared-store state has tombstones (``State.shared``): in a local model a removed
+    topic's file is an orphan that repair re-indexes."""
+    indexed = {e.filename for e in state.index}
+    orphans = [(f, t) for f, t in state.files if f not in indexed and f not in state.tombstones]
+    if not orphans:
+        return state, "consistent"
+    added = tuple(Entry(t.name, f, t.summary, False) for f, t in orphans)
+    return replace(state, index=state.index + added, has_index=True), "repaired"
+
+
 def apply(state: State, op: str, args: dict[str, Any], bodies: bool = True) -> tuple[State, str]:
     """One protocol op on the model: the next state and the expected result kind.
 
@@ -282,6 +296,8 @@ def apply(state: State, op: str, args: dict[str, Any], bodies: bool = True) -> t
         return remove(state, str(args["topic"]))
     if op == "pin_memory":
         return pin(state, str(args["topic"]), bool(args["pin"]))
+    if op == "repair_memory":
+        return repair(state)
     raise ValueError(f"the model has no op {op!r}")
 
 

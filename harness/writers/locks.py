@@ -350,20 +350,20 @@ def scenario_for(cell: Cell, store: str, verdict: str = "busy") -> dict[str, obj
     write: dict[str, object] = {"op": "write_memory", "args": {"topic": "Matrix", "content": "x", "summary": "s"}}
     if verdict == "busy":
         window = spec_seconds(cell) or (0.5 if cell.mode == "local" else 3.0)
-        # a store that waits out a reclaim age (10 s, 60 s) or hangs still fails the bound
-        write["expect"] = {"result": BUSY_TEXT, "max_seconds": window + REPLAY_SLACK_S[cell.mode]}
+        # a store that waits out a reclaim age (10 s, 60 s) or hangs still fails the bound;
+        # busy by kind (issue 30): a driver declaring outcome_kinds words it itself, the others
+        # are busy only by the exact busy text (oracles.outcome_kind)
+        write["expect"] = {"outcome": "busy", "max_seconds": window + REPLAY_SLACK_S[cell.mode]}
         write["note"] = "the planted lock state refuses the write (S-LOCK-8) within the policy's window"
         then: dict[str, object] = {"absent": [f"{store}/matrix.md"]}
     else:
-        write["expect"] = {"result_matches": "^(Created memory topic|Memory created:)"}
+        write["expect"] = {"outcome": "ok:created"}
         write["note"] = "SPEC reclaims this lock (S-LOCK-2/3): the write goes through"
         then = {"present": [f"{store}/matrix.md"], "ignore": [
             {"path": f"{store}/*", "reason": "the write's own index and topic: the finding is the lock's verdict"}]}
     steps.append(write)
     return {"clock": {"mode": "offset"}, "given": given, "steps": steps, "then": then}
 
-
-BUSY_TEXT = "Error: memory store is busy (another tool or process holds the lock) — please retry in a moment."
 
 
 def _created(cell: Cell, lock: Path, before: bytes | str) -> tuple[str, str]:

@@ -6,6 +6,8 @@ time or the state the user suffers, counted in the verdict, exported as a replay
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -21,6 +23,7 @@ from memconform.harness.writers.availability import LockState, hazard_for
 from memconform.harness.writers.locks import Cell, lock_state, run_cell, scenario_for
 
 PYTHON = PeerSpec("python")
+REWORDED = Path(__file__).resolve().parents[2] / "examples" / "reworded_driver.mjs"
 needs_strace = pytest.mark.skipif(strace_unavailable() is not None, reason=str(strace_unavailable()))
 PEERS = configured_peers()
 IMPLS = [PYTHON, *PEERS]
@@ -82,8 +85,28 @@ def test_the_exported_lock_regression_replays(tmp_path: Path, capsys: pytest.Cap
     assert path.parent == tmp_path and path.is_file()
     data = json.loads(path.read_text())
     assert [s["op"] for s in data["steps"]] == ["mkdir", "write_memory"]
+    assert data["steps"][1]["expect"]["outcome"] == "busy"  # by kind: no tool's sentence (issue 30)
     assert main(["replay", str(path), "--impl", "python"]) == 0
     assert "PASS" in capsys.readouterr().out
+    if shutil.which("node") is not None:  # a driver answering busy in its own words (outcome_kinds)
+        assert main(["replay", str(path), "--impl", f"node:{REWORDED}"]) == 0
+        assert "PASS" in capsys.readouterr().out
+
+
+def test_an_exported_reclaim_expects_the_topic_created_by_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where SPEC reclaims (a dead owner's lock, 20 s old) the write must create the topic:
+    ``ok:created`` by kind, which the reference's sentence and a reworded driver's both meet."""
+    monkeypatch.setenv("MEMCONFORM_PYTHON", sys.executable)
+    cell = Cell("valid", "dead", 20, "local")
+    data = scenario_for(cell, "agent/memory", verdict="created")
+    assert data["steps"][-1]["expect"] == {"outcome": "ok:created"}  # type: ignore[index]
+    f = Finding("lock-verdict", HAZARD, "S-LOCK-2", "memconform-reference 0.1.0", evidence="reclaimed")
+    path = Path(export(f, data, tmp_path).regression)
+    for impl in ["python"] + ([f"node:{REWORDED}"] if shutil.which("node") is not None else []):
+        assert main(["replay", str(path), "--impl", impl]) == 0, impl
+        assert "PASS" in capsys.readouterr().out
 
 
 # --- crash --errors: failed part way --------------------------------------------------------------
