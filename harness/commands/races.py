@@ -130,6 +130,11 @@ def runnable(situations: Sequence[Situation], caps: Sequence[capabilities.Capabi
         # a generated family draws every co-writer op; a named situation needs what its scripts call
         ops = list(capabilities.STORE_OPS) if sit.name in NAMES else [op for script in sit.ops for op, _ in script]
         why = next((w for c in caps if (w := capabilities.script_needs(c, ops))), None)
+        if why is None and (sit.store != "shared" or sit.carry):
+            # a local store raced, or carried over: a tool that keeps none has nothing there, and
+            # its first writer's append "lost" from a store it never had was a false violation
+            why = next((f"needs a local store ({c.name} declares local_store: false)" for c in caps
+                        if not c.local_store), None)
         if why is None:
             out.append(sit)
         else:

@@ -374,3 +374,23 @@ def test_store_model_refuses_a_driver_judged_by_another_profile(log: Path, monke
         unbind()
     assert why is not None and "shared-store profile" in why
     assert undeclared(log) == []
+
+
+@needs_node
+@needs_strace
+def test_races_runs_no_local_store_family_on_a_tool_that_keeps_none(log: Path, tmp_path: Path) -> None:
+    """``program-local`` races the first writer's local store and ``program-carry`` carries the
+    tools' local stores over: on a driver that declares ``local_store: false`` they are listed as
+    not run, with why.  Run anyway, program-local reported a one-writer append "lost" from a
+    store the tool never had: a false S-INV-3 violation (seed 0, program-local-2)."""
+    out = tmp_path / "r.json"
+    got = cli.main(["races", "--impl", IMPL, "--situation", "no-lock", "--situation", "program-local",
+                    "--situation", "program-carry", "--seed", "0", "--budget", "4", "--no-export", "--quiet",
+                    "--no-shrink", "--json", str(out)])
+    data = report(out)
+    assert got == 0 and violations(data) == []
+    section = data["capabilities"]
+    assert isinstance(section, dict)
+    assert sorted(p["what"] for p in section["not_run"]) == ["program-carry", "program-local"]
+    assert all("local_store: false" in p["why"] for p in section["not_run"])
+    assert undeclared(log) == []
