@@ -397,7 +397,8 @@ def _finish(args: argparse.Namespace, report: envelope.RunReport, findings: list
     report.finish(run_verdict)
     if interrupted:
         return interrupted_end(args, report, extra)
-    what = {"pass": "no finding", "hazard": "hazards SPEC allows (exit 0 unless --fail-on hazard)",
+    weak = any(f.severity == "weakness" for f in findings)  # a pass may carry weaknesses SPEC accepts
+    what = {"pass": "only weaknesses SPEC accepts" if weak else "no finding", "hazard": "hazards SPEC allows (exit 0 unless --fail-on hazard)",
             "fail": "violations" if any(f.severity == "violation" for f in findings) else "hazards (--fail-on hazard)",
             "error": "nothing ran"}.get(run_verdict, run_verdict)
     print(f"{summary_line(findings)}; verdict {run_verdict}: {what}")

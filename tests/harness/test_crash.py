@@ -274,3 +274,19 @@ def test_cli_explore_one_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crash", "--impl", "python", "--op", "handoff-write", "--explore", "--errors", "--errno", "EIO"]) == 0
     out = capsys.readouterr().out
     assert "strict" in out and "lost-dirent" in out and "torn" in out and "faulted runs" in out
+
+
+def test_a_crash_pass_with_weaknesses_does_not_say_no_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The verification run of `crash --trace` printed two lost-dirent weaknesses, then
+    "verdict pass: no finding": the verdict line now says what the pass carries."""
+    import argparse
+
+    from memconform.harness.commands.crash import _finish
+    from memconform.harness.oracles.findings import WEAKNESS, Finding
+    from memconform.harness.reports.envelope import RunReport
+
+    args = argparse.Namespace(json=str(tmp_path / "r.json"), junit=None, html=None, markdown=None, quiet=True)
+    weak = Finding("lost-dirent", WEAKNESS, "S-INV-7", "x 1", evidence="a dirent lost at a crash")
+    assert _finish(args, RunReport(command=["crash"]), [weak], 1, {}, False) == 0
+    out = capsys.readouterr().out
+    assert "verdict pass: only weaknesses SPEC accepts" in out and "no finding" not in out
