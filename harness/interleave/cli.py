@@ -38,10 +38,11 @@ def reproduce_command(args: argparse.Namespace, peers: list[PeerSpec]) -> str:
 def _run(args: argparse.Namespace, peers: list[PeerSpec], schedule: Schedule) -> tuple[NemesisResult, str]:
     """The timed engine, or the same schedule under the syscall scheduler (``--scheduler``)."""
     topics = ADVERSARIAL_TOPICS if args.adversarial else TOPICS
+    tally = None if getattr(args, "quiet", False) else _progress  # --quiet: stderr stays empty, as without --nemesis
     if args.scheduler is None:
         return run_nemesis(peers, schedule, timeout=args.timeout, check_budget=args.check_budget,
                            hardened=args.hardened, settle_limit=args.settle_limit, topics=topics,
-                           progress=_progress), ""
+                           progress=tally), ""
     from .scheduled import ScheduledUnavailable, run_scheduled
     from .strategies import PCT, RandomWalk, Strategy
 
@@ -50,7 +51,7 @@ def _run(args: argparse.Namespace, peers: list[PeerSpec], schedule: Schedule) ->
     try:
         done = run_scheduled(peers, schedule, strategy, seed=args.seed, timeout=args.timeout,
                              check_budget=args.check_budget, hardened=args.hardened, topics=topics,
-                             progress=_progress)
+                             progress=tally)
     except ScheduledUnavailable as e:
         raise NemesisUnavailable(str(e)) from None
     line = f"scheduler: {args.scheduler} seed {args.seed}, {len(done.steps)} steps, {done.held} held store calls"
@@ -76,7 +77,8 @@ def run_with_nemesis(args: argparse.Namespace, peers: list[PeerSpec]) -> int:
         result, scheduled = _run(args, peers, schedule)
     except NemesisUnavailable as e:
         raise SetupError(str(e)) from None
-    print(file=sys.stderr)
+    if not getattr(args, "quiet", False):
+        print(file=sys.stderr)  # ends the counters' line
     if scheduled:
         print(scheduled)
     result.history.save(history_path)

@@ -4,6 +4,7 @@ and one short run on the reference with a fault of every family (seconds, not mi
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -201,3 +202,15 @@ def test_s_lock_5_a_nemesis_writer_that_keeps_its_lock_is_named(tmp_path: Path, 
     result = run_nemesis([PeerSpec("python")], quiet, settle_limit=5.0, check_budget=2.0)
     left = [f for f in result.findings({}) if f.kind == KIND]
     assert left and all(f.evidence.startswith("w0: ") and f.path.endswith("/.lock") for f in left), left
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="the nemesis needs strace")
+def test_interop_nemesis_quiet_keeps_stderr_empty(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """``--quiet`` keeps stderr empty with ``--nemesis`` as without it: the per-writer counters
+    (``w0:3 w1:2``) went to stderr regardless (seen in the verification run)."""
+    from memconform.harness.cli import main
+
+    rc = main(["interop", "--impl", "python", "--writers", "2", "--shared", "--nemesis", "pause", "--time-limit", "1",
+               "--quiet", "--no-export", "--history", str(tmp_path / "h.jsonl"), "--json", str(tmp_path / "r.json")])
+    assert rc in (0, 1)
+    assert capfd.readouterr().err == ""
