@@ -118,10 +118,14 @@ def _outcome(result: object, family: str) -> dict[str, object]:
 
 def test_kill_makes_the_op_info_and_restarts_the_slot(every_family: object) -> None:
     r = every_family
-    assert _outcome(r, "kill")["effective"] is True
-    killed = [o for o in r.history.ops() if o.process == "w0" and o.type == "info"]  # type: ignore[attr-defined]
-    assert any("killed by nemesis (fault 0)" in str(o.result) for o in killed)
-    assert any(o.process == "w0" and o.type == "ok" and o.start > killed[0].start for o in r.history.ops())  # type: ignore[attr-defined]
+    kill = _outcome(r, "kill")
+    assert kill["effective"] is True
+    # the writer it hit: w0 as planned, or the one holding the lock then, or the next free one
+    # (``_target``): under load the test saw w0 free of it and failed, as item 12 of issue 31 did
+    w = kill["writer"]
+    killed = [o for o in r.history.ops() if o.process == w and o.type == "info"]  # type: ignore[attr-defined]
+    assert any("killed by nemesis (fault 0)" in str(o.result) for o in killed), kill
+    assert any(o.process == w and o.type == "ok" and o.start > killed[0].start for o in r.history.ops())  # type: ignore[attr-defined]
 
 
 def test_pause_stops_the_writer_for_its_duration(every_family: object) -> None:
