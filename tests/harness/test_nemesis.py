@@ -123,9 +123,13 @@ def test_kill_makes_the_op_info_and_restarts_the_slot(every_family: object) -> N
     # the writer it hit: w0 as planned, or the one holding the lock then, or the next free one
     # (``_target``): under load the test saw w0 free of it and failed, as item 12 of issue 31 did
     w = kill["writer"]
-    killed = [o for o in r.history.ops() if o.process == w and o.type == "info"]  # type: ignore[attr-defined]
-    assert any("killed by nemesis (fault 0)" in str(o.result) for o in killed), kill
-    assert any(o.process == w and o.type == "ok" and o.start > killed[0].start for o in r.history.ops())  # type: ignore[attr-defined]
+    ops = r.history.ops()  # type: ignore[attr-defined]
+    killed = [o for o in ops if o.process == w and o.type == "info" and "killed by nemesis (fault 0)" in str(o.result)]
+    # in flight, the op is made info; landed just after an answer (the engine then restarts the
+    # slot with nothing in flight: 1 of 23 runs under two CPU hogs), no op is
+    since = killed[0].start if killed else next(o.start for o in ops if o.process == "nemesis-0")
+    assert killed or any(o.process == w and o.type == "ok" and o.start < since for o in ops), kill
+    assert any(o.process == w and o.type == "ok" and o.start > since for o in ops), kill  # restarted, writing
 
 
 def test_pause_stops_the_writer_for_its_duration(every_family: object) -> None:
