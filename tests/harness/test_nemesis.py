@@ -127,7 +127,7 @@ def test_kill_makes_the_op_info_and_restarts_the_slot(every_family: object) -> N
     killed = [o for o in ops if o.process == w and o.type == "info" and "killed by nemesis (fault 0)" in str(o.result)]
     # in flight, the op is made info; landed just after an answer (the engine then restarts the
     # slot with nothing in flight: 1 of 23 runs under two CPU hogs), no op is
-    since = killed[0].start if killed else next(o.start for o in ops if o.process == "nemesis-0")
+    since = killed[0].start if killed else next(o.start for o in r.history.faults() if o.process == "nemesis-0")  # type: ignore[attr-defined]
     assert killed or any(o.process == w and o.type == "ok" and o.start < since for o in ops), kill
     assert any(o.process == w and o.type == "ok" and o.start > since for o in ops), kill  # restarted, writing
 
